@@ -1,0 +1,123 @@
+"""`DiffusionModel`: the public face of the model core (load, generate, one denoising pass)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .config import DiffusionGemmaConfig
+from .diffusion_gemma import DiffusionGemma
+from .loader import load_model, resolve_checkpoint
+from .sampler import GenerationOutput, SamplerConfig, generate, trim_after_eos
+
+
+def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
+    if value is None or isinstance(value, torch.dtype):
+        return value
+    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16}
+    if value not in names:
+        raise ValueError(f"unknown dtype {value!r} (one of {', '.join(names)})")
+    return names[value]
+
+
+class DiffusionModel:
+    """A loaded DiffusionGemma text stack with its sampler defaults (from generation_config.json)."""
+
+    def __init__(self, net: DiffusionGemma, sampler: SamplerConfig, path: Path | None = None):
+        self.net = net
+        self.sampler = sampler
+        self.path = path
+
+    @property
+    def config(self) -> DiffusionGemmaConfig:
+        return self.net.config
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_hub_id: str | os.PathLike,
+        device: str | torch.device = "cpu",
+        dtype: str | torch.dtype | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> DiffusionModel:
+        """Loads a local folder or a hub id (downloaded into the Hugging Face cache). Safetensors only."""
+        folder = resolve_checkpoint(path_or_hub_id)
+        net = load_model(folder, device=device, dtype=_dtype(dtype), progress=progress)
+        gen_path = folder / "generation_config.json"
+        sampler = SamplerConfig(eos_token_ids=net.config.eos_ids, pad_token_id=net.config.pad_token_id)
+        if gen_path.exists():
+            sampler = SamplerConfig.from_generation_config(json.loads(gen_path.read_text()))
+        return cls(net, sampler, folder)
+
+    @torch.inference_mode()
+    def generate(
+        self,
+        prompt_ids: list[int] | torch.Tensor,
+        max_new_tokens: int = 256,
+        seed: int | None = None,
+        steps: int | None = None,
+        canvas_length: int | None = None,
+        pinned: dict[int, int] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        on_draft: Callable[[torch.Tensor, int], None] | None = None,
+        trim: bool = True,
+        **sampler_overrides,
+    ) -> list[int]:
+        """New token ids for `prompt_ids`. With `trim` (default) the first EOS and what follows are dropped;
+        without it, whole canvases come back as the reference emits them (EOS kept, then pad)."""
+        out = self.generate_full(
+            prompt_ids, max_new_tokens, seed, steps, canvas_length, pinned, cancel, on_draft, **sampler_overrides
+        )
+        if trim:
+            return trim_after_eos(out.tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
+        return out.tokens
+
+    @torch.inference_mode()
+    def generate_full(
+        self,
+        prompt_ids,
+        max_new_tokens: int = 256,
+        seed: int | None = None,
+        steps: int | None = None,
+        canvas_length: int | None = None,
+        pinned: dict[int, int] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        on_draft: Callable[[torch.Tensor, int], None] | None = None,
+        **sampler_overrides,
+    ) -> GenerationOutput:
+        cfg = self.sampler.with_overrides(max_denoising_steps=steps, **sampler_overrides)
+        for key in ("stability_threshold", "confidence_threshold", "t_min", "t_max"):
+            if key in sampler_overrides and sampler_overrides[key] is None:
+                cfg = _set(cfg, key, None)  # an explicit None switches the feature off
+        return generate(
+            self.net, prompt_ids, cfg, max_new_tokens=max_new_tokens, seed=seed, canvas_length=canvas_length,
+            pinned=pinned, cancel=cancel, on_draft=on_draft,
+        )
+
+    @torch.inference_mode()
+    def denoise_logits(self, prompt_ids, canvas_ids, prev_logits: torch.Tensor | None = None) -> torch.Tensor:
+        """One decoder pass over `canvas_ids` after encoding `prompt_ids`: fp32 logits [C, V]."""
+        device = self.net.device
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        canvas = torch.as_tensor(canvas_ids, dtype=torch.long, device=device).reshape(1, -1)
+        cache = self.net.new_cache()
+        self.net.encode(prompt, cache)
+        prev = None if prev_logits is None else prev_logits.reshape(1, *prev_logits.shape[-2:])
+        return self.net.decode(canvas, cache, prev)[0]
+
+    @torch.inference_mode()
+    def encode(self, prompt_ids) -> torch.Tensor:
+        """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
+        return self.net.encode(prompt, self.net.new_cache())[0]
+
+
+def _set(cfg: SamplerConfig, key: str, value) -> SamplerConfig:
+    from dataclasses import replace
+
+    return replace(cfg, **{key: value})

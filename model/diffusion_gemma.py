@@ -1,0 +1,111 @@
+"""The DiffusionGemma text stack: one set of layers used twice.
+
+- `encode`: causal pass over prompt tokens (or a committed canvas) that appends to the KV cache.
+- `decode`: bidirectional pass over a canvas that reads the cache, with self-conditioning on the previous
+  step's logits; returns fp32 logits after the tied head and the tanh softcap.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .cache import KVCache
+from .config import DiffusionGemmaConfig
+from .modules import Layer, RMSNorm, SelfConditioning, rope_cos_sin, rope_inv_freq
+
+
+class DiffusionGemma(nn.Module):
+    def __init__(self, config: DiffusionGemmaConfig):
+        super().__init__()
+        self.config = config
+        h = config.hidden_size
+        self.embed_tokens = nn.Embedding(config.vocab_size, h)
+        self.layers = nn.ModuleList(Layer(config, i) for i in range(config.num_hidden_layers))
+        self.norm = RMSNorm(h, config.rms_norm_eps)
+        self.self_conditioning = SelfConditioning(config)
+        self.register_buffer("encoder_layer_scalars", torch.ones(config.num_hidden_layers))
+        self.reset_rope()
+
+    def reset_rope(self, device: torch.device | str | None = None) -> None:
+        """(Re)computes the RoPE inverse frequencies, e.g. after a model was built on the meta device."""
+        for kind in sorted(set(self.config.layer_types)):
+            types = self.config.layer_types
+            head_dim = next(self.config.layer_shape(i).head_dim for i, t in enumerate(types) if t == kind)
+            with torch.device(device or "cpu"):
+                inv = rope_inv_freq(head_dim, self.config.rope_parameters[kind])
+            self.register_buffer(f"inv_freq_{kind}", inv, persistent=False)
+
+    # ----- helpers -----
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed_tokens.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed_tokens.weight.device
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.num_hidden_layers)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        w = self.embed_tokens.weight
+        return F.embedding(ids, w) * torch.tensor(self.config.hidden_size**0.5).to(w.dtype)
+
+    def _rope(self, positions: torch.Tensor, dtype: torch.dtype) -> dict[str, tuple]:
+        return {
+            kind: rope_cos_sin(getattr(self, f"inv_freq_{kind}"), positions, dtype)
+            for kind in set(self.config.layer_types)
+        }
+
+    def _run(self, x, positions, cache: KVCache, causal: bool) -> torch.Tensor:
+        rope = self._rope(positions, x.dtype)
+        for i, layer in enumerate(self.layers):
+            scalar = self.encoder_layer_scalars[i : i + 1] if causal else layer.layer_scalar
+            x = layer(x, rope[self.config.layer_types[i]], cache, causal, scalar)
+        return self.norm(x)
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Tied output head, fp32 logits with the final tanh softcap."""
+        cap = self.config.final_logit_softcapping
+        logits = F.linear(hidden, self.embed_tokens.weight).float()
+        return torch.tanh(logits / cap) * cap
+
+    # ----- the two passes -----
+    def encode(self, ids: torch.Tensor, cache: KVCache, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Causal pass over `ids` [B, T] that appends their keys/values to `cache`; returns the normed hidden."""
+        if positions is None:
+            start = cache.length
+            positions = torch.arange(start, start + ids.shape[1], device=ids.device)[None]
+        return self._run(self.embed(ids), positions, cache, causal=True)
+
+    def self_conditioning_input(self, prev_logits: torch.Tensor) -> torch.Tensor:
+        """Soft embeddings of the previous step's (tempered) logits: softmax(logits) @ E * sqrt(H)."""
+        w = self.embed_tokens.weight
+        probs = prev_logits.softmax(dim=-1, dtype=torch.float32).to(w.dtype)
+        return (probs @ w) * torch.tensor(self.config.hidden_size**0.5).to(w.dtype)
+
+    def decode_hidden(
+        self,
+        canvas: torch.Tensor,
+        cache: KVCache,
+        prev_logits: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if positions is None:
+            start = cache.length
+            positions = torch.arange(start, start + canvas.shape[1], device=canvas.device)[None]
+        soft = None if prev_logits is None else self.self_conditioning_input(prev_logits)
+        x = self.self_conditioning(self.embed(canvas), soft)
+        return self._run(x, positions, cache, causal=False)
+
+    def decode(
+        self,
+        canvas: torch.Tensor,
+        cache: KVCache,
+        prev_logits: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Bidirectional pass over `canvas` [B, C] reading `cache`; returns fp32 logits [B, C, V]."""
+        return self.head(self.decode_hidden(canvas, cache, prev_logits, positions))

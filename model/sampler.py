@@ -1,0 +1,230 @@
+"""Entropy-bounded uniform-state sampler (DiffusionGemma's reference sampler) plus what diffill needs.
+
+Reference behaviour, matched call for call so that a seeded run is token-identical to transformers':
+linear temperature schedule from t_max to t_min, one categorical draw per position, keep the lowest-entropy
+positions while the summed entropy of the others kept stays under the bound, renoise everything else with
+uniform random ids, stop when the argmax canvas is stable and the mean entropy low, commit the argmax canvas.
+
+diffill's additions: any canvas length, pinned positions (known tokens held fixed: their logits are forced to a
+one-hot, so they have zero entropy and are always kept), a max-steps knob, a cancel check between steps, and a
+callback that sees each step's argmax draft.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from .cache import KVCache
+from .diffusion_gemma import DiffusionGemma
+
+
+@dataclass
+class SamplerConfig:
+    max_denoising_steps: int = 48
+    entropy_bound: float = 0.1
+    t_min: float | None = 0.4
+    t_max: float | None = 0.8
+    stability_threshold: int | None = 1
+    confidence_threshold: float | None = 0.005
+    eos_token_ids: list[int] = field(default_factory=lambda: [1])
+    pad_token_id: int = 0
+
+    @classmethod
+    def from_generation_config(cls, raw: dict[str, Any]) -> SamplerConfig:
+        """Reads a transformers `generation_config.json` for DiffusionGemma."""
+        cfg = cls()
+        sampler = raw.get("sampler_config") or {}
+        eos = raw.get("eos_token_id", cfg.eos_token_ids)
+        return cls(
+            max_denoising_steps=raw.get("max_denoising_steps", cfg.max_denoising_steps),
+            entropy_bound=sampler.get("entropy_bound", cfg.entropy_bound),
+            t_min=raw.get("t_min", cfg.t_min),
+            t_max=raw.get("t_max", cfg.t_max),
+            stability_threshold=raw.get("stability_threshold", cfg.stability_threshold),
+            confidence_threshold=raw.get("confidence_threshold", cfg.confidence_threshold),
+            eos_token_ids=list(eos) if isinstance(eos, list) else ([eos] if eos is not None else []),
+            pad_token_id=raw.get("pad_token_id", cfg.pad_token_id) or 0,
+        )
+
+    def with_overrides(self, **kw: Any) -> SamplerConfig:
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+
+class Cancelled(Exception):
+    """Raised between denoising steps when the caller's cancel check says so."""
+
+
+@dataclass
+class CanvasResult:
+    tokens: torch.Tensor  # [B, C] argmax canvas of the last step
+    steps: int
+
+
+def categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of softmax(logits) over the last axis, computed as torch.distributions.Categorical does."""
+    norm = logits - logits.logsumexp(dim=-1, keepdim=True)
+    norm = torch.clamp(norm, min=torch.finfo(norm.dtype).min)
+    probs = torch.softmax(norm, dim=-1)
+    return -(norm * probs).sum(-1)
+
+
+def temperature(cfg: SamplerConfig, step: int, total: int) -> torch.Tensor | None:
+    """Linear schedule: t_max at the first step (step == total) down to near t_min at the last (step == 1)."""
+    if cfg.t_min is None or cfg.t_max is None:
+        return None
+    # The same fp32 arithmetic as the reference, so tempered logits match bit for bit.
+    return cfg.t_min + (cfg.t_max - cfg.t_min) * (torch.tensor(step, dtype=torch.int32) / total)
+
+
+def pin_logits(logits: torch.Tensor, pin_mask: torch.Tensor, pin_ids: torch.Tensor) -> torch.Tensor:
+    """Forces a one-hot distribution at pinned positions (mask [B, C], ids [B, C])."""
+    forced = torch.full_like(logits, torch.finfo(logits.dtype).min)
+    forced.scatter_(-1, pin_ids.unsqueeze(-1), 0.0)
+    return torch.where(pin_mask.unsqueeze(-1), forced, logits)
+
+
+def denoise_canvas(
+    model: DiffusionGemma,
+    cache: KVCache,
+    positions: torch.Tensor,
+    cfg: SamplerConfig,
+    generator: torch.Generator,
+    canvas_length: int,
+    init_canvas: torch.Tensor | None = None,
+    pin_mask: torch.Tensor | None = None,
+    pin_ids: torch.Tensor | None = None,
+    cancel: Callable[[], bool] | None = None,
+    on_draft: Callable[[torch.Tensor, int], None] | None = None,
+) -> CanvasResult:
+    """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`."""
+    vocab = model.config.vocab_size
+    device = model.device
+    batch = 1
+    x = init_canvas if init_canvas is not None else torch.randint(
+        0, vocab, (batch, canvas_length), generator=generator, device=device
+    )
+    if pin_mask is not None:
+        x = torch.where(pin_mask, pin_ids, x)
+    total = cfg.max_denoising_steps
+    adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
+    history = None
+    prev_logits = None
+    argmax = x
+    steps = 0
+    for n in range(total, 0, -1):
+        if cancel is not None and cancel():
+            raise Cancelled()
+        logits = model.decode(x, cache, prev_logits, positions)
+        steps += 1
+        if pin_mask is not None:
+            logits = pin_logits(logits, pin_mask, pin_ids)
+        temp = temperature(cfg, n, total)
+        z = logits / temp if temp is not None else logits
+        probs = torch.softmax(z, dim=-1, dtype=torch.float32)
+        sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
+        argmax = torch.argmax(z, dim=-1)
+        entropy = categorical_entropy(z)
+        sorted_h, order = torch.sort(entropy, dim=-1)
+        chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= cfg.entropy_bound
+        keep = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
+        accepted = torch.where(keep, sample, x)
+        noise = torch.randint(0, vocab, (batch, canvas_length), generator=generator, device=device)
+        x = torch.where(keep, accepted, noise)
+        if on_draft is not None:
+            on_draft(argmax, steps)
+        prev_logits = z.to(model.dtype)
+        if adaptive:
+            if cfg.stability_threshold == 0:
+                stable = torch.ones(batch, dtype=torch.bool, device=device)
+            else:
+                if history is None:
+                    history = torch.full((cfg.stability_threshold, batch, canvas_length), -1, device=device)
+                stable = (history == argmax[None]).all(dim=-1).all(dim=0)
+                history = torch.roll(history, shifts=-1, dims=0)
+                history[-1] = argmax
+            confident = entropy.mean(dim=-1) < cfg.confidence_threshold
+            if bool((stable & confident).all()):
+                break
+    return CanvasResult(tokens=argmax, steps=steps)
+
+
+@dataclass
+class GenerationOutput:
+    tokens: list[int]  # new tokens, EOS handling applied (see `generate`)
+    steps: int  # decoder passes over all canvases
+    canvases: int
+
+
+def generate(
+    model: DiffusionGemma,
+    prompt_ids: list[int] | torch.Tensor,
+    cfg: SamplerConfig,
+    max_new_tokens: int = 256,
+    seed: int | None = None,
+    canvas_length: int | None = None,
+    cache: KVCache | None = None,
+    pinned: dict[int, int] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    on_draft: Callable[[torch.Tensor, int], None] | None = None,
+) -> GenerationOutput:
+    """Prompt prefill, then ceil(max_new_tokens / C) canvases, each denoised then committed through the encoder.
+
+    `pinned` maps canvas offsets of the first canvas to token ids held fixed. After a canvas that contains an
+    EOS id, tokens after the first EOS become pad and generation stops (the reference's EOS-then-pad rule).
+    """
+    device = model.device
+    c = canvas_length or model.config.canvas_length
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed if seed is not None else torch.seed())
+    ids = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+    cache = cache if cache is not None else model.new_cache()
+    eos = torch.tensor(cfg.eos_token_ids, device=device) if cfg.eos_token_ids else None
+    pin_mask = pin_ids = None
+    if pinned:
+        pin_mask = torch.zeros(1, c, dtype=torch.bool, device=device)
+        pin_ids = torch.zeros(1, c, dtype=torch.long, device=device)
+        for off, tok in pinned.items():
+            pin_mask[0, off], pin_ids[0, off] = True, tok
+    new: list[int] = []
+    steps = 0
+    to_encode = ids
+    n_canvases = max(1, math.ceil(max_new_tokens / c))
+    for b in range(n_canvases):
+        if to_encode.shape[1]:
+            model.encode(to_encode, cache)
+        start = cache.length
+        positions = torch.arange(start, start + c, device=device)[None]
+        result = denoise_canvas(
+            model, cache, positions, cfg, generator, c,
+            pin_mask=pin_mask if b == 0 else None, pin_ids=pin_ids if b == 0 else None,
+            cancel=cancel, on_draft=on_draft,
+        )
+        steps += result.steps
+        block = result.tokens
+        finished = False
+        if eos is not None:
+            is_eos = torch.isin(block, eos)
+            if bool(is_eos.any()):
+                seen = is_eos.cumsum(dim=-1)
+                block = torch.where((seen > 0) & ~((seen == 1) & is_eos), cfg.pad_token_id, block)
+                finished = True
+        new.extend(block[0].tolist())
+        if finished:
+            break
+        to_encode = block
+    return GenerationOutput(tokens=new, steps=steps, canvases=b + 1)
+
+
+def trim_after_eos(tokens: list[int], eos_ids: list[int], pad_id: int) -> list[int]:
+    """Drops the first EOS and everything after it, and trailing pads."""
+    for i, t in enumerate(tokens):
+        if t in eos_ids:
+            return tokens[:i]
+    while tokens and tokens[-1] == pad_id:
+        tokens = tokens[:-1]
+    return tokens
