@@ -116,7 +116,8 @@ class DiffusionGemmaConfig:
             num_attention_heads=text["num_attention_heads"],
             num_key_value_heads=kv,
             head_dim=head_dim,
-            global_head_dim=g_head or 512,
+            # Serialized HF configs carry the full-layer shape in per_layer_config only; absent means "as sliding".
+            global_head_dim=g_head or head_dim,
             num_global_key_value_heads=g_kv or kv,
             num_experts=text["num_experts"],
             top_k_experts=text["top_k_experts"],

@@ -73,16 +73,22 @@ def checkpoint_files(folder: Path) -> list[Path]:
     return found
 
 
+def _open(f: Path):
+    try:
+        return safe_open(str(f), framework="pt", device="cpu")
+    except Exception as exc:
+        raise CheckpointError(f"{f}: unreadable safetensors file ({exc})") from exc
+
+
 def iter_tensors(files: list[Path]) -> Iterator[tuple[str, torch.Tensor]]:
     for f in files:
-        try:
-            with safe_open(str(f), framework="pt", device="cpu") as fh:
-                for key in fh.keys():
-                    yield key, fh.get_tensor(key)
-        except CheckpointError:
-            raise
-        except Exception as exc:
-            raise CheckpointError(f"{f}: unreadable safetensors file ({exc})") from exc
+        with _open(f) as fh:
+            for key in fh.keys():
+                try:
+                    tensor = fh.get_tensor(key)
+                except Exception as exc:
+                    raise CheckpointError(f"{f}: cannot read tensor {key} ({exc})") from exc
+                yield key, tensor
 
 
 def _target(model: nn.Module, name: str) -> tuple[nn.Module, str]:
@@ -178,7 +184,7 @@ def _is_meta(model: nn.Module, name: str) -> bool:
 
 
 def _count(f: Path) -> int:
-    with safe_open(str(f), framework="pt", device="cpu") as fh:
+    with _open(f) as fh:
         return len(list(fh.keys()))
 
 

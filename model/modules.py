@@ -28,11 +28,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim)) if with_scale else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()
-        h = h * torch.pow(h.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
-        if self.weight is not None:
-            h = h * self.weight.float()
-        return h.type_as(x)
+        w = self.weight.float() if self.weight is not None else None
+        return F.rms_norm(x.float(), (x.shape[-1],), w, self.eps).type_as(x)
 
 
 def rope_inv_freq(head_dim: int, params: dict) -> torch.Tensor:
@@ -165,17 +162,28 @@ class Experts(nn.Module):
         self.gate_up_proj = nn.Parameter(torch.empty(e, 2 * ie, h))
         self.down_proj = nn.Parameter(torch.empty(e, h, ie))
 
-    def expert(self, e: int, x: torch.Tensor) -> torch.Tensor:
-        gate, up = F.linear(x, self.gate_up_proj[e]).chunk(2, dim=-1)
-        return F.linear(gelu_tanh(gate) * up, self.down_proj[e])
-
     def forward(self, x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros_like(x)
-        for e in torch.unique(index).tolist():
-            token, slot = torch.where(index == e)
-            y = self.expert(e, x[token]) * weights[token, slot, None]
-            out.index_add_(0, token, y.to(out.dtype))
-        return out
+        """Tokens sorted by expert, one grouped matmul per projection, summed back in expert order."""
+        k = index.shape[-1]
+        flat = index.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.bincount(flat, minlength=self.num_experts)
+        token = order // k
+        xs = x[token]
+        if hasattr(torch, "_grouped_mm") and x.dtype in (torch.float32, torch.bfloat16):
+            offsets = torch.cumsum(counts, 0).to(torch.int32)
+            gate, up = torch._grouped_mm(xs, self.gate_up_proj.transpose(1, 2), offsets).chunk(2, dim=-1)
+            y = torch._grouped_mm(gelu_tanh(gate) * up, self.down_proj.transpose(1, 2), offsets)
+        else:
+            parts, start = [], 0
+            for e, n in enumerate(counts.tolist()):
+                if n:
+                    gate, up = F.linear(xs[start : start + n], self.gate_up_proj[e]).chunk(2, dim=-1)
+                    parts.append(F.linear(gelu_tanh(gate) * up, self.down_proj[e]))
+                    start += n
+            y = torch.cat(parts)
+        y = y * weights.reshape(-1)[order, None]
+        return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
 
 
 class Layer(nn.Module):

@@ -1,0 +1,83 @@
+"""Sampler behaviour beyond parity: canvas length, pinned positions, cancel, drafts, EOS handling."""
+
+import pytest
+import torch
+
+from diffill.model import DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, SamplerConfig
+from diffill.model.sampler import Cancelled, categorical_entropy, trim_after_eos
+
+
+@pytest.fixture(scope="module")
+def model():
+    cfg = DiffusionGemmaConfig(vocab_size=200, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
+                               num_global_key_value_heads=1, num_experts=4, top_k_experts=2,
+                               moe_intermediate_size=16, sliding_window=4, canvas_length=16)
+    torch.manual_seed(0)
+    net = DiffusionGemma(cfg).eval()
+    for p in net.parameters():
+        torch.nn.init.normal_(p, 0, 0.3)
+    return DiffusionModel(net, SamplerConfig(eos_token_ids=[1], pad_token_id=0))
+
+
+def test_canvas_length_knob(model):
+    out = model.generate([2, 10, 11], max_new_tokens=5, seed=1, canvas_length=5, trim=False)
+    assert len(out) == 5
+    out = model.generate([2, 10, 11], max_new_tokens=9, seed=1, canvas_length=5, trim=False,
+                         eos_token_ids=[])
+    assert len(out) == 10  # two canvases of 5
+
+
+def test_pinned_positions_hold(model):
+    pins = {0: 50, 3: 51, 7: 52}
+    out = model.generate([2, 10, 11], max_new_tokens=8, seed=3, canvas_length=8, pinned=pins, trim=False,
+                         eos_token_ids=[])
+    for off, tok in pins.items():
+        assert out[off] == tok
+
+
+def test_same_seed_same_answer_and_seeds_differ(model):
+    a = model.generate([2, 10, 11, 12], max_new_tokens=16, seed=4, trim=False, eos_token_ids=[])
+    b = model.generate([2, 10, 11, 12], max_new_tokens=16, seed=4, trim=False, eos_token_ids=[])
+    c = model.generate([2, 10, 11, 12], max_new_tokens=16, seed=5, trim=False, eos_token_ids=[])
+    assert a == b
+    assert a != c
+
+
+def test_max_steps_and_drafts(model):
+    drafts = []
+    model.generate([2, 10], max_new_tokens=16, seed=0, steps=5, stability_threshold=None,
+                   confidence_threshold=None, on_draft=lambda d, n: drafts.append((d.clone(), n)))
+    assert [n for _, n in drafts] == [1, 2, 3, 4, 5]
+    assert all(d.shape == (1, 16) for d, _ in drafts)
+
+
+def test_cancel_between_steps(model):
+    seen = []
+
+    def cancel():
+        return len(seen) >= 2
+
+    with pytest.raises(Cancelled):
+        model.generate([2, 10], max_new_tokens=16, seed=0, steps=10, stability_threshold=None,
+                       confidence_threshold=None, cancel=cancel, on_draft=lambda d, n: seen.append(n))
+    assert seen == [1, 2]
+
+
+def test_eos_then_pad_and_trim(model):
+    # Pin an EOS in the middle of the canvas: everything after it must become pad, and trimming drops it.
+    out = model.generate([2, 10], max_new_tokens=8, seed=2, canvas_length=8, pinned={3: 1}, trim=False)
+    assert out[3] == 1 and out[4:] == [0] * 4
+    assert model.generate([2, 10], max_new_tokens=8, seed=2, canvas_length=8, pinned={3: 1}) == out[:3]
+
+
+def test_categorical_entropy_matches_torch():
+    logits = torch.randn(3, 7, 50) * 4
+    logits[0, 0, :49] = torch.finfo(torch.float32).min
+    expected = torch.distributions.Categorical(logits=logits).entropy()
+    assert torch.allclose(categorical_entropy(logits), expected)
+
+
+def test_trim_after_eos():
+    assert trim_after_eos([5, 6, 1, 0, 0], [1], 0) == [5, 6]
+    assert trim_after_eos([5, 6, 0, 0], [1], 0) == [5, 6]
