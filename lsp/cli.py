@@ -13,8 +13,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def _bench_model(args: argparse.Namespace) -> int:
     from diffill.model import bench
 
-    bench.run(preset=args.preset, prompt_len=args.prompt, canvas=args.canvas, steps=args.steps, reps=args.reps,
-              threads=args.threads)
+    bench.run(
+        preset=args.preset,
+        prompt_len=args.prompt,
+        canvas=args.canvas,
+        steps=args.steps,
+        reps=args.reps,
+        threads=args.threads,
+    )
     return 0
 
 

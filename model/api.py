@@ -18,8 +18,14 @@ from .sampler import GenerationOutput, SamplerConfig, generate, trim_after_eos
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
     if value is None or isinstance(value, torch.dtype):
         return value
-    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
+    names = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
     if value not in names:
         raise ValueError(f"unknown dtype {value!r} (one of {', '.join(names)})")
     return names[value]
@@ -95,8 +101,15 @@ class DiffusionModel:
             if key in sampler_overrides and sampler_overrides[key] is None:
                 cfg = _set(cfg, key, None)  # an explicit None switches the feature off
         return generate(
-            self.net, prompt_ids, cfg, max_new_tokens=max_new_tokens, seed=seed, canvas_length=canvas_length,
-            pinned=pinned, cancel=cancel, on_draft=on_draft,
+            self.net,
+            prompt_ids,
+            cfg,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            canvas_length=canvas_length,
+            pinned=pinned,
+            cancel=cancel,
+            on_draft=on_draft,
         )
 
     @torch.inference_mode()

@@ -17,13 +17,36 @@ import torch
 
 PRESETS = {
     # The shape of the embedded default model (see model/weights): what runs on every laptop.
-    "embedded": dict(vocab_size=8192, hidden_size=256, intermediate_size=512, num_hidden_layers=6,
-                     num_attention_heads=4, num_key_value_heads=2, head_dim=64, global_head_dim=128,
-                     num_global_key_value_heads=1, num_experts=8, top_k_experts=2, moe_intermediate_size=256,
-                     sliding_window=256),
-    "tiny": dict(vocab_size=1024, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1,
-                 num_experts=4, top_k_experts=2, moe_intermediate_size=32, sliding_window=8),
+    "embedded": dict(
+        vocab_size=8192,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        global_head_dim=128,
+        num_global_key_value_heads=1,
+        num_experts=8,
+        top_k_experts=2,
+        moe_intermediate_size=256,
+        sliding_window=256,
+    ),
+    "tiny": dict(
+        vocab_size=1024,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        global_head_dim=32,
+        num_global_key_value_heads=1,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=32,
+        sliding_window=8,
+    ),
 }
 
 
@@ -44,8 +67,15 @@ def _timed(fn: Callable[[], object], reps: int) -> float:
     return statistics.median(times)
 
 
-def run(preset: str = "embedded", prompt_len: int = 512, canvas: int = 32, steps: int = 8, reps: int = 10,
-        threads: int | None = None, out: Callable[[str], None] = print) -> dict[str, float]:
+def run(
+    preset: str = "embedded",
+    prompt_len: int = 512,
+    canvas: int = 32,
+    steps: int = 8,
+    reps: int = 10,
+    threads: int | None = None,
+    out: Callable[[str], None] = print,
+) -> dict[str, float]:
     from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, DiffusionGemmaTextConfig
 
     from .api import DiffusionModel
@@ -53,13 +83,28 @@ def run(preset: str = "embedded", prompt_len: int = 512, canvas: int = 32, steps
     if threads:
         torch.set_num_threads(threads)
     spec = dict(PRESETS[preset])
-    text = DiffusionGemmaTextConfig(**spec, layer_types=_layer_types(spec["num_hidden_layers"]),
-                                    max_position_embeddings=8192, pad_token_id=0, eos_token_id=1, bos_token_id=2)
-    vision = dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                  num_attention_heads=2, num_key_value_heads=2, head_dim=16, position_embedding_size=64)
+    text = DiffusionGemmaTextConfig(
+        **spec,
+        layer_types=_layer_types(spec["num_hidden_layers"]),
+        max_position_embeddings=8192,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+    )
+    vision = dict(
+        model_type="gemma4_vision",
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=16,
+        position_embedding_size=64,
+    )
     torch.manual_seed(0)
     hf = DiffusionGemmaForBlockDiffusion(
-        DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas)).eval()
+        DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas)
+    ).eval()
     with tempfile.TemporaryDirectory() as tmp:
         hf.save_pretrained(tmp)
         ours = DiffusionModel.from_pretrained(Path(tmp))
@@ -75,17 +120,29 @@ def run(preset: str = "embedded", prompt_len: int = 512, canvas: int = 32, steps
         cache = ours.net.new_cache()
         ours.net.encode(prompt, cache)
         results["step_ms_transformers"] = _timed(
-            lambda: hf(past_key_values=hf_cache, decoder_input_ids=x, self_conditioning_logits=prev,
-                       decoder_position_ids=pos), reps)
+            lambda: hf(
+                past_key_values=hf_cache, decoder_input_ids=x, self_conditioning_logits=prev, decoder_position_ids=pos
+            ),
+            reps,
+        )
         results["step_ms_ours"] = _timed(lambda: ours.net.decode(x, cache, prev, pos), reps)
         results["prefill_ms_transformers"] = _timed(lambda: hf.model.encoder(input_ids=prompt), max(3, reps // 3))
         results["prefill_ms_ours"] = _timed(lambda: ours.net.encode(prompt, ours.net.new_cache()), max(3, reps // 3))
         fixed = dict(max_denoising_steps=steps, stability_threshold=None, confidence_threshold=None)
         results["canvas_ms_transformers"] = _timed(
-            lambda: hf.generate(prompt, max_new_tokens=canvas, eos_token_id=None, **fixed), max(3, reps // 3))
+            lambda: hf.generate(prompt, max_new_tokens=canvas, eos_token_id=None, **fixed), max(3, reps // 3)
+        )
         results["canvas_ms_ours"] = _timed(
-            lambda: ours.generate(prompt[0], max_new_tokens=canvas, seed=0, steps=steps, stability_threshold=None,
-                                  confidence_threshold=None), max(3, reps // 3))
+            lambda: ours.generate(
+                prompt[0],
+                max_new_tokens=canvas,
+                seed=0,
+                steps=steps,
+                stability_threshold=None,
+                confidence_threshold=None,
+            ),
+            max(3, reps // 3),
+        )
     out(f"preset={preset} prompt={prompt_len} canvas={canvas} steps={steps} threads={torch.get_num_threads()}")
     out(f"{'measure':<28}{'ours ms':>10}{'transformers ms':>18}{'speed-up':>10}")
     for what in ("step", "prefill", "canvas"):

@@ -61,9 +61,7 @@ class DiffusionGemmaConfig:
             types[-1] = FULL
             self.layer_types = types
         if len(self.layer_types) != self.num_hidden_layers:
-            raise ValueError(
-                f"layer_types has {len(self.layer_types)} entries for {self.num_hidden_layers} layers"
-            )
+            raise ValueError(f"layer_types has {len(self.layer_types)} entries for {self.num_hidden_layers} layers")
         for t in self.layer_types:
             if t not in (SLIDING, FULL):
                 raise ValueError(f"unknown layer type {t!r}")

@@ -81,14 +81,19 @@ def _open(f: Path):
 
 
 def iter_tensors(files: list[Path]) -> Iterator[tuple[str, torch.Tensor]]:
+    """Yields (key, tensor) reading each tensor through its own short-lived mapping, so that the mapped pages of
+    the file are released as soon as the tensor has been copied (peak memory ~ model + one tensor)."""
     for f in files:
         with _open(f) as fh:
-            for key in fh.keys():
+            keys = list(fh.keys())
+        for key in keys:
+            with _open(f) as fh:
                 try:
                     tensor = fh.get_tensor(key)
                 except Exception as exc:
                     raise CheckpointError(f"{f}: cannot read tensor {key} ({exc})") from exc
-                yield key, tensor
+            yield key, tensor
+            del tensor
 
 
 def _target(model: nn.Module, name: str) -> tuple[nn.Module, str]:
@@ -147,7 +152,7 @@ def load_model(
             encoder_scalars[int(m.group(1))] = tensor.float().reshape(())
             loaded.add("encoder_layer_scalars")
             continue
-        name = key[len(DECODER_PREFIX):] if key.startswith(DECODER_PREFIX) else key
+        name = key[len(DECODER_PREFIX) :] if key.startswith(DECODER_PREFIX) else key
         if name not in expected:
             unknown.append(key)
             continue
@@ -159,7 +164,8 @@ def load_model(
         loaded.add(name)
         if on_tensor is not None and on_tensor(module, attr, tensor):
             continue
-        value = tensor.to(device=device, dtype=dtype_here if tensor.is_floating_point() else tensor.dtype)
+        # copy=True: never alias the memory-mapped file (rewriting it under a running daemon would crash it).
+        value = tensor.to(device=device, dtype=dtype_here if tensor.is_floating_point() else tensor.dtype, copy=True)
         if attr in module._parameters:
             module._parameters[attr] = nn.Parameter(value, requires_grad=False)
         else:

@@ -112,9 +112,7 @@ class Attention(nn.Module):
             if self.is_sliding:
                 allowed = allowed & (k_pos > q_pos - self.window)
             mask = allowed
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, scale=1.0, enable_gqa=self.n_kv != self.n_heads
-        )
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 

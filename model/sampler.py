@@ -105,8 +105,10 @@ def denoise_canvas(
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
-    x = init_canvas if init_canvas is not None else torch.randint(
-        0, vocab, (batch, canvas_length), generator=generator, device=device
+    x = (
+        init_canvas
+        if init_canvas is not None
+        else torch.randint(0, vocab, (batch, canvas_length), generator=generator, device=device)
     )
     if pin_mask is not None:
         x = torch.where(pin_mask, pin_ids, x)
@@ -200,9 +202,16 @@ def generate(
         start = cache.length
         positions = torch.arange(start, start + c, device=device)[None]
         result = denoise_canvas(
-            model, cache, positions, cfg, generator, c,
-            pin_mask=pin_mask if b == 0 else None, pin_ids=pin_ids if b == 0 else None,
-            cancel=cancel, on_draft=on_draft,
+            model,
+            cache,
+            positions,
+            cfg,
+            generator,
+            c,
+            pin_mask=pin_mask if b == 0 else None,
+            pin_ids=pin_ids if b == 0 else None,
+            cancel=cancel,
+            on_draft=on_draft,
         )
         steps += result.steps
         block = result.tokens

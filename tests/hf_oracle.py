@@ -9,18 +9,39 @@ import torch
 CONFIGS = {
     # Two sliding layers around a full one; the prompt in the tests is longer than the window.
     "small": dict(
-        vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1, num_experts=4,
-        top_k_experts=2, moe_intermediate_size=32, sliding_window=8,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"], canvas_length=32,
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        global_head_dim=32,
+        num_global_key_value_heads=1,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=32,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        canvas_length=32,
     ),
     # More layers and heads, 8 experts top-3, MQA on full layers, canvas longer than the window.
     "wide": dict(
-        vocab_size=768, hidden_size=96, intermediate_size=128, num_hidden_layers=5, num_attention_heads=6,
-        num_key_value_heads=3, head_dim=16, global_head_dim=24, num_global_key_value_heads=1, num_experts=8,
-        top_k_experts=3, moe_intermediate_size=24, sliding_window=6,
-        layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
-                     "full_attention"], canvas_length=16,
+        vocab_size=768,
+        hidden_size=96,
+        intermediate_size=128,
+        num_hidden_layers=5,
+        num_attention_heads=6,
+        num_key_value_heads=3,
+        head_dim=16,
+        global_head_dim=24,
+        num_global_key_value_heads=1,
+        num_experts=8,
+        top_k_experts=3,
+        moe_intermediate_size=24,
+        sliding_window=6,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        canvas_length=16,
     ),
 }
 
@@ -35,10 +56,19 @@ def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
 
     spec = dict(CONFIGS[name])
     canvas = spec.pop("canvas_length")
-    text = DiffusionGemmaTextConfig(**spec, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1,
-                                    bos_token_id=2)
-    vision = dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                  num_attention_heads=2, num_key_value_heads=2, head_dim=16, position_embedding_size=64)
+    text = DiffusionGemmaTextConfig(
+        **spec, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1, bos_token_id=2
+    )
+    vision = dict(
+        model_type="gemma4_vision",
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=16,
+        position_embedding_size=64,
+    )
     config = DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas)
     torch.manual_seed(seed)
     model = DiffusionGemmaForBlockDiffusion(config).eval()
@@ -54,8 +84,15 @@ def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
         for layer in model.model.encoder.language_model.layers:
             layer.layer_scalar.fill_(0.8 + 0.4 * torch.rand(()).item())
     model.generation_config = DiffusionGemmaGenerationConfig(
-        max_new_tokens=canvas, max_denoising_steps=48, sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
-        t_min=0.4, t_max=0.8, stability_threshold=1, confidence_threshold=0.005, eos_token_id=[1], pad_token_id=0,
+        max_new_tokens=canvas,
+        max_denoising_steps=48,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
+        t_min=0.4,
+        t_max=0.8,
+        stability_threshold=1,
+        confidence_threshold=0.005,
+        eos_token_id=[1],
+        pad_token_id=0,
     )
     model.save_pretrained(out)
     return model
@@ -65,4 +102,4 @@ def hf_generate(model, prompt: torch.Tensor, seed: int, **kw) -> list[int]:
     torch.manual_seed(seed)
     with torch.no_grad():
         out = model.generate(prompt.reshape(1, -1), **kw)
-    return out.sequences[0, prompt.numel():].tolist()
+    return out.sequences[0, prompt.numel() :].tolist()

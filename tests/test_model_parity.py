@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from hf_oracle import CONFIGS, hf_generate
 
 from diffill.model import DiffusionModel
+from hf_oracle import CONFIGS, hf_generate
 
 NAMES = list(CONFIGS)
 TOL = 1e-4
@@ -30,12 +30,18 @@ def test_prompt_is_longer_than_sliding_window(pairs, name):
 def test_encoder_and_canvas_logits_match(pairs, name):
     ours, hf = pairs[name]
     prompt = prompt_for(ours.config.vocab_size)
-    canvas = torch.randint(0, ours.config.vocab_size, (ours.config.canvas_length,), generator=torch.Generator().manual_seed(3))
+    canvas = torch.randint(
+        0, ours.config.vocab_size, (ours.config.canvas_length,), generator=torch.Generator().manual_seed(3)
+    )
     with torch.no_grad():
         ref = hf(input_ids=prompt[None], decoder_input_ids=canvas[None])
         pos = torch.arange(prompt.numel(), prompt.numel() + canvas.numel())[None]
-        ref_sc = hf(past_key_values=ref.past_key_values, decoder_input_ids=canvas[None],
-                    self_conditioning_logits=ref.logits, decoder_position_ids=pos)
+        ref_sc = hf(
+            past_key_values=ref.past_key_values,
+            decoder_input_ids=canvas[None],
+            self_conditioning_logits=ref.logits,
+            decoder_position_ids=pos,
+        )
     enc = ours.encode(prompt)
     assert enc.shape == ref.encoder_last_hidden_state[0].shape
     assert (enc - ref.encoder_last_hidden_state[0]).abs().max().item() < TOL
@@ -81,10 +87,19 @@ def test_generate_fixed_steps_token_identical(pairs, name):
     ours, hf = pairs[name]
     prompt = prompt_for(ours.config.vocab_size)
     c = ours.config.canvas_length
-    expected = hf_generate(hf, prompt, 11, max_new_tokens=c, max_denoising_steps=8, stability_threshold=None,
-                           confidence_threshold=None)
+    expected = hf_generate(
+        hf, prompt, 11, max_new_tokens=c, max_denoising_steps=8, stability_threshold=None, confidence_threshold=None
+    )
     steps = []
-    got = ours.generate(prompt, max_new_tokens=c, seed=11, steps=8, stability_threshold=None,
-                        confidence_threshold=None, trim=False, on_draft=lambda draft, n: steps.append(n))
+    got = ours.generate(
+        prompt,
+        max_new_tokens=c,
+        seed=11,
+        steps=8,
+        stability_threshold=None,
+        confidence_threshold=None,
+        trim=False,
+        on_draft=lambda draft, n: steps.append(n),
+    )
     assert got == expected
     assert steps == list(range(1, 9))

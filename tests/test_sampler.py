@@ -9,10 +9,22 @@ from diffill.model.sampler import Cancelled, categorical_entropy, trim_after_eos
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = DiffusionGemmaConfig(vocab_size=200, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                               num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
-                               num_global_key_value_heads=1, num_experts=4, top_k_experts=2,
-                               moe_intermediate_size=16, sliding_window=4, canvas_length=16)
+    cfg = DiffusionGemmaConfig(
+        vocab_size=200,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        global_head_dim=16,
+        num_global_key_value_heads=1,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=16,
+        sliding_window=4,
+        canvas_length=16,
+    )
     torch.manual_seed(0)
     net = DiffusionGemma(cfg).eval()
     for p in net.parameters():
@@ -23,15 +35,15 @@ def model():
 def test_canvas_length_knob(model):
     out = model.generate([2, 10, 11], max_new_tokens=5, seed=1, canvas_length=5, trim=False)
     assert len(out) == 5
-    out = model.generate([2, 10, 11], max_new_tokens=9, seed=1, canvas_length=5, trim=False,
-                         eos_token_ids=[])
+    out = model.generate([2, 10, 11], max_new_tokens=9, seed=1, canvas_length=5, trim=False, eos_token_ids=[])
     assert len(out) == 10  # two canvases of 5
 
 
 def test_pinned_positions_hold(model):
     pins = {0: 50, 3: 51, 7: 52}
-    out = model.generate([2, 10, 11], max_new_tokens=8, seed=3, canvas_length=8, pinned=pins, trim=False,
-                         eos_token_ids=[])
+    out = model.generate(
+        [2, 10, 11], max_new_tokens=8, seed=3, canvas_length=8, pinned=pins, trim=False, eos_token_ids=[]
+    )
     for off, tok in pins.items():
         assert out[off] == tok
 
@@ -46,8 +58,15 @@ def test_same_seed_same_answer_and_seeds_differ(model):
 
 def test_max_steps_and_drafts(model):
     drafts = []
-    model.generate([2, 10], max_new_tokens=16, seed=0, steps=5, stability_threshold=None,
-                   confidence_threshold=None, on_draft=lambda d, n: drafts.append((d.clone(), n)))
+    model.generate(
+        [2, 10],
+        max_new_tokens=16,
+        seed=0,
+        steps=5,
+        stability_threshold=None,
+        confidence_threshold=None,
+        on_draft=lambda d, n: drafts.append((d.clone(), n)),
+    )
     assert [n for _, n in drafts] == [1, 2, 3, 4, 5]
     assert all(d.shape == (1, 16) for d, _ in drafts)
 
@@ -59,8 +78,16 @@ def test_cancel_between_steps(model):
         return len(seen) >= 2
 
     with pytest.raises(Cancelled):
-        model.generate([2, 10], max_new_tokens=16, seed=0, steps=10, stability_threshold=None,
-                       confidence_threshold=None, cancel=cancel, on_draft=lambda d, n: seen.append(n))
+        model.generate(
+            [2, 10],
+            max_new_tokens=16,
+            seed=0,
+            steps=10,
+            stability_threshold=None,
+            confidence_threshold=None,
+            cancel=cancel,
+            on_draft=lambda d, n: seen.append(n),
+        )
     assert seen == [1, 2]
 
 
