@@ -24,6 +24,35 @@ def _bench_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_corpus(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.model.corpus import build
+
+    print(build(Path(args.out)))
+    return 0
+
+
+def _train_run(args: argparse.Namespace) -> int:
+    from diffill.model.train import TrainConfig, train
+
+    cfg = TrainConfig(corpus=args.corpus, out=args.out, batch=args.batch, total_steps=args.steps,
+                      max_minutes=args.minutes, threads=args.threads, device=args.device, lr=args.lr,
+                      save_every_s=args.save_every, prompt_len=args.prompt_len)
+    train(cfg, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _train_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.model.train import export
+
+    export(Path(args.run), Path(args.dest))
+    print(f"exported {args.run} -> {args.dest}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diffill", description="Local code completion with a diffusion model")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -36,6 +65,28 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--reps", type=int, default=10)
     bm.add_argument("--threads", type=int, default=None)
     bm.set_defaults(func=_bench_model)
+
+    train = sub.add_parser("train", help="build the corpus, train and export the embedded model")
+    tsub = train.add_subparsers(dest="what", required=True)
+    tc = tsub.add_parser("corpus", help="rebuild the code corpus from scratch (offline)")
+    tc.add_argument("--out", default="data/corpus")
+    tc.set_defaults(func=_train_corpus)
+    tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
+    tr.add_argument("--corpus", default="data/corpus")
+    tr.add_argument("--out", default="runs/embedded")
+    tr.add_argument("--batch", type=int, default=8)
+    tr.add_argument("--steps", type=int, default=20_000, help="total steps of the schedule")
+    tr.add_argument("--minutes", type=float, default=0.0, help="stop (and save) after this long; 0 = no limit")
+    tr.add_argument("--threads", type=int, default=0)
+    tr.add_argument("--device", default="cpu")
+    tr.add_argument("--lr", type=float, default=2e-3)
+    tr.add_argument("--prompt-len", type=int, default=384)
+    tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
+    tr.set_defaults(func=_train_run)
+    te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
+    te.add_argument("--run", default="runs/embedded")
+    te.add_argument("--dest", default="model/weights")
+    te.set_defaults(func=_train_export)
     return parser
 
 

@@ -168,7 +168,8 @@ class Experts(nn.Module):
         counts = torch.bincount(flat, minlength=self.num_experts)
         token = order // k
         xs = x[token]
-        if hasattr(torch, "_grouped_mm") and x.dtype in (torch.float32, torch.bfloat16):
+        # _grouped_mm has no CPU backward (torch 2.13): training takes the per-expert loop.
+        if hasattr(torch, "_grouped_mm") and x.dtype in (torch.float32, torch.bfloat16) and not torch.is_grad_enabled():
             offsets = torch.cumsum(counts, 0).to(torch.int32)
             gate, up = torch._grouped_mm(xs, self.gate_up_proj.transpose(1, 2), offsets).chunk(2, dim=-1)
             y = torch._grouped_mm(gelu_tanh(gate) * up, self.down_proj.transpose(1, 2), offsets)

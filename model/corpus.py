@@ -1,0 +1,148 @@
+"""The embedded model's code corpus: permissively licensed source that any machine with this Python has.
+
+`diffill train corpus` rebuilds it from scratch: the CPython standard library (PSF) and the Python sources of
+installed distributions whose licence is permissive (MIT, BSD, Apache-2.0, ISC, PSF), deduplicated by content.
+Whole packages are held out for evaluation (never trained on), so eval measures code the model has not seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import json
+import random
+import sysconfig
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PERMISSIVE = ("mit", "bsd", "apache", "isc", "psf", "python software foundation", "0bsd", "zlib")
+# Distributions installed with `pip install ".[dev]"` that carry real, varied Python code.
+TRAIN_DISTRIBUTIONS = (
+    "transformers", "sympy", "networkx", "numpy", "pip", "Pygments", "setuptools", "pydantic", "rich", "mpmath",
+    "pytest", "filelock", "markdown-it-py", "fsspec", "cattrs", "anyio", "typer", "httpx2", "httpcore2", "Jinja2",
+    "packaging", "PyYAML", "tokenizers", "platformdirs", "pluggy", "h11", "idna", "safetensors", "shellingham",
+    "mdurl", "truststore", "iniconfig", "typing-inspection", "annotated-types", "MarkupSafe", "watchdog",
+)
+# Held out whole: evaluation code (`diffill eval --root` defaults to these).
+HELDOUT_DISTRIBUTIONS = ("pygls", "lsprotocol", "huggingface_hub", "attrs", "click", "pytest-lsp")
+HELDOUT_STDLIB = ("asyncio", "email", "json", "tomllib", "wsgiref")
+SKIP_STDLIB = ("test", "idlelib", "lib2to3", "site-packages", "tkinter", "turtledemo", "ensurepip", "__pycache__")
+MAX_FILE_BYTES = 400_000
+
+
+@dataclass
+class Source:
+    name: str
+    version: str
+    licence: str
+    root: str
+    files: int
+    split: str  # "train" or "heldout"
+
+
+def _licence(dist: md.Distribution) -> str:
+    meta = dist.metadata
+    text = meta.get("License-Expression") or ""
+    classifiers = [c.split("::")[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License")]
+    if not text:
+        text = "; ".join(classifiers) or (meta.get("License") or "")[:60]
+    return " ".join(text.split())
+
+
+def is_permissive(licence: str) -> bool:
+    low = licence.lower()
+    return bool(low) and any(p in low for p in PERMISSIVE) and "gpl" not in low
+
+
+def _dist_files(dist: md.Distribution) -> list[Path]:
+    out = []
+    for f in dist.files or []:
+        s = str(f)
+        if s.endswith(".py") and "/tests/" not in s and not s.startswith(("..", "/")):
+            p = Path(dist.locate_file(f))
+            if p.is_file():
+                out.append(p)
+    return out
+
+
+def _stdlib_files(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> list[Path]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        top = p.relative_to(root).parts[0].removesuffix(".py")
+        if top in exclude or top in SKIP_STDLIB:
+            continue
+        if include is not None and top not in include:
+            continue
+        out.append(p)
+    return out
+
+
+def collect(heldout: bool) -> tuple[list[Source], list[Path]]:
+    """The sources and files of one split."""
+    sources: list[Source] = []
+    files: list[Path] = []
+    stdlib = _stdlib_files(HELDOUT_STDLIB, ()) if heldout else _stdlib_files(None, HELDOUT_STDLIB)
+    ver = sysconfig.get_python_version()
+    split = "heldout" if heldout else "train"
+    sources.append(Source("cpython-stdlib", ver, "PSF-2.0", sysconfig.get_paths()["stdlib"], len(stdlib), split))
+    files += stdlib
+    for name in HELDOUT_DISTRIBUTIONS if heldout else TRAIN_DISTRIBUTIONS:
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        lic = _licence(dist)
+        if not is_permissive(lic):
+            continue
+        these = _dist_files(dist)
+        sources.append(Source(dist.metadata["Name"], dist.version, lic, str(dist.locate_file("")), len(these), split))
+        files += these
+    return sources, files
+
+
+def read_unique(files: list[Path], seen: set[str]) -> list[tuple[str, str]]:
+    """(path, text) for readable UTF-8 files of sane size, dropping exact duplicates (by content hash)."""
+    out = []
+    for p in files:
+        try:
+            if p.stat().st_size > MAX_FILE_BYTES:
+                continue
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not text.strip():
+            continue
+        digest = hashlib.sha1(text.encode()).hexdigest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        out.append((str(p), text))
+    return out
+
+
+def build(out_dir: Path, seed: int = 0) -> dict:
+    """Writes train.jsonl and heldout.jsonl ({"path", "text"} per line) and sources.json into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    summary = {}
+    all_sources = []
+    # Held-out first, so that a file present in both splits stays out of training.
+    for heldout in (True, False):
+        sources, files = collect(heldout)
+        docs = read_unique(files, seen)
+        random.Random(seed).shuffle(docs)
+        name = "heldout" if heldout else "train"
+        with open(out_dir / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+            for path, text in docs:
+                fh.write(json.dumps({"path": path, "text": text}) + "\n")
+        summary[name] = {"files": len(docs), "bytes": sum(len(t.encode()) for _, t in docs)}
+        all_sources += [asdict(s) for s in sources]
+    (out_dir / "sources.json").write_text(json.dumps({"sources": all_sources, "summary": summary}, indent=1))
+    return summary
+
+
+def iter_docs(path: Path):
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)

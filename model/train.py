@@ -1,0 +1,296 @@
+"""Training the embedded code model: next-token loss on the causal encoder plus the canvas diffusion loss.
+
+Measured on this project's machines (../shared/reference/embedded_training.md): a small model trained only on
+the diffusion objective learns nothing usable on CPU budgets, while the same network trained autoregressively
+learns code quickly. DiffusionGemma's encoder is causal anyway, so every step trains both:
+
+- AR loss: the encoder's hidden states through the tied head predict the next prompt token;
+- diffusion loss: the canvas (middle, EOS, pads) has each token replaced by a uniformly random id with
+  probability t ~ U(0, 1); the decoder, reading the encoder's cache, predicts the clean canvas. On half the
+  steps the decoder also gets self-conditioning from a first, gradient-free pass (tempered like the sampler's).
+
+Checkpoints are safetensors (weights, optimizer moments) plus a JSON state: resumable, never pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from .config import DiffusionGemmaConfig
+from .corpus import iter_docs
+from .diffusion_gemma import DiffusionGemma
+from .fim import build_canvas, build_prompt, sample_span
+from .loader import save_model
+from .tokenizer import PAD, CodeTokenizer
+
+EMBEDDED_CONFIG = dict(
+    vocab_size=8192, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=64, global_head_dim=128, num_global_key_value_heads=1, num_experts=8,
+    top_k_experts=2, moe_intermediate_size=256, sliding_window=256, max_position_embeddings=4096,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"], canvas_length=32,
+)
+
+
+@dataclass
+class TrainConfig:
+    corpus: str = "data/corpus"
+    out: str = "runs/embedded"
+    tokenizer: str = ""  # defaults to <out>/tokenizer.json, trained on first use
+    prompt_len: int = 384
+    max_suffix: int = 64
+    canvas: int = 32
+    batch: int = 8
+    lr: float = 2e-3
+    min_lr_frac: float = 0.1
+    warmup: int = 200
+    total_steps: int = 20_000
+    weight_decay: float = 0.01
+    ar_weight: float = 1.0
+    diffusion_weight: float = 1.0
+    self_cond_prob: float = 0.5
+    save_every_s: float = 600.0
+    log_every: int = 20
+    max_minutes: float = 0.0  # 0 = until total_steps
+    threads: int = 0
+    seed: int = 0
+    device: str = "cpu"
+
+
+# ----- data -----
+def load_texts(path: Path) -> list[str]:
+    return [d["text"] for d in iter_docs(path)]
+
+
+def make_example(text: str, tok: CodeTokenizer, rng: random.Random, cfg: TrainConfig):
+    """(prompt ids padded on the left to prompt_len, canvas ids) or None if no span fits."""
+    span = sample_span(text, rng)
+    if span is None:
+        return None
+    pre_text = text[max(0, span.start - cfg.prompt_len * 8) : span.start]
+    suf_text = text[span.end : span.end + cfg.max_suffix * 8]
+    middle = tok.encode(text[span.start : span.end])
+    if not middle or len(middle) >= cfg.canvas:
+        return None
+    prompt = build_prompt(tok.encode(pre_text), tok.encode(suf_text), cfg.prompt_len, cfg.max_suffix)
+    prompt = [PAD] * (cfg.prompt_len - len(prompt)) + prompt
+    return prompt, build_canvas(middle, cfg.canvas)
+
+
+def batches(texts: list[str], tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
+    while True:
+        prompts, canvases = [], []
+        while len(prompts) < cfg.batch:
+            ex = make_example(rng.choice(texts), tok, rng, cfg)
+            if ex is not None:
+                prompts.append(ex[0])
+                canvases.append(ex[1])
+        yield torch.tensor(prompts), torch.tensor(canvases)
+
+
+# ----- model -----
+def init_weights(net: DiffusionGemma, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    depth_scale = 1 / math.sqrt(2 * net.config.num_hidden_layers)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            if p.ndim >= 2:
+                std = 0.02 * (depth_scale if name.endswith(("o_proj.weight", "down_proj.weight", "down_proj")) else 1)
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+
+
+def losses(net: DiffusionGemma, prompt: torch.Tensor, canvas: torch.Tensor, cfg: TrainConfig, gen: torch.Generator):
+    b, c = canvas.shape
+    vocab = net.config.vocab_size
+    cache = net.new_cache()
+    hidden = net.encode(prompt, cache)
+    ar_logits = net.head(hidden[:, :-1])
+    targets = prompt[:, 1:].masked_fill(prompt[:, 1:] == PAD, -100)
+    ar = F.cross_entropy(ar_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
+
+    t = torch.rand(b, 1, generator=gen)
+    noise = torch.randint(0, vocab, (b, c), generator=gen)
+    noisy = torch.where(torch.rand(b, c, generator=gen) < t, noise, canvas)
+    prev = None
+    if torch.rand((), generator=gen).item() < cfg.self_cond_prob:
+        with torch.no_grad():
+            temp = 0.4 + 0.4 * torch.rand((), generator=gen).item()
+            prev = net.decode(noisy, cache) / temp
+    logits = net.decode(noisy, cache, prev)
+    diff = F.cross_entropy(logits.reshape(-1, vocab), canvas.reshape(-1))
+    return ar, diff
+
+
+# ----- checkpoints (safetensors + json, never pickle) -----
+def save_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer, state: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    save_model(net, out / "model")
+    names = {id(p): n for n, p in net.named_parameters()}
+    moments = {}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            st = opt.state.get(p)
+            if st:
+                moments[f"{names[id(p)]}::exp_avg"] = st["exp_avg"].contiguous()
+                moments[f"{names[id(p)]}::exp_avg_sq"] = st["exp_avg_sq"].contiguous()
+    save_file(moments, str(out / "optimizer.safetensors"))
+    tmp = out / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(out / "state.json")
+
+
+def load_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer) -> dict:
+    weights = load_file(str(out / "model" / "model.safetensors"))
+    own = {}
+    for key, value in weights.items():
+        if key.startswith("model.encoder.language_model.layers."):
+            continue
+        own[key.removeprefix("model.decoder.")] = value
+    scalars = [
+        weights[f"model.encoder.language_model.layers.{i}.layer_scalar"] for i in range(net.config.num_hidden_layers)
+    ]
+    own["encoder_layer_scalars"] = torch.cat(scalars)
+    net.load_state_dict(own)
+    state = json.loads((out / "state.json").read_text())
+    moments = load_file(str(out / "optimizer.safetensors"))
+    for name, p in net.named_parameters():
+        if f"{name}::exp_avg" in moments:
+            opt.state[p] = {
+                "step": torch.tensor(float(state["step"])),
+                "exp_avg": moments[f"{name}::exp_avg"],
+                "exp_avg_sq": moments[f"{name}::exp_avg_sq"],
+            }
+    return state
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.total_steps - cfg.warmup))
+    return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def ensure_tokenizer(cfg: TrainConfig, texts: list[str]) -> CodeTokenizer:
+    path = Path(cfg.tokenizer or Path(cfg.out) / "tokenizer.json")
+    if path.exists():
+        return CodeTokenizer.from_file(path)
+    rng = random.Random(cfg.seed)
+    sample = rng.sample(texts, min(len(texts), 3000))
+    tok = CodeTokenizer.train(sample, vocab_size=EMBEDDED_CONFIG["vocab_size"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(path)
+    return tok
+
+
+def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict:
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    texts = load_texts(Path(cfg.corpus) / "train.jsonl")
+    heldout = load_texts(Path(cfg.corpus) / "heldout.jsonl")
+    tok = ensure_tokenizer(cfg, texts)
+    mc = dict(model_config or EMBEDDED_CONFIG)
+    mc["vocab_size"] = tok.vocab_size
+    mc["canvas_length"] = cfg.canvas
+    net = DiffusionGemma(DiffusionGemmaConfig(**mc)).to(cfg.device)
+    init_weights(net, cfg.seed)
+    net.train()
+    decay = [p for n, p in net.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in net.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95),
+    )
+    state = {"step": 0, "tokens": 0, "seconds": 0.0, "history": [], "config": asdict(cfg)}
+    ckpt = out / "checkpoint"
+    if (ckpt / "state.json").exists():
+        state = load_checkpoint(ckpt, net, opt)
+        log(f"resumed at step {state['step']}")
+    rng = random.Random(cfg.seed * 1000 + state["step"])
+    gen = torch.Generator().manual_seed(cfg.seed * 1000 + state["step"])
+    data = batches(texts, tok, cfg, rng)
+    eval_data = batches(heldout, tok, cfg, random.Random(12345))
+    eval_batches = [next(eval_data) for _ in range(4)]
+    t_start = time.time()
+    last_save = time.time()
+    ar_sum = diff_sum = 0.0
+    n_sum = 0
+    while state["step"] < cfg.total_steps:
+        if cfg.max_minutes and time.time() - t_start > cfg.max_minutes * 60:
+            break
+        prompt, canvas = next(data)
+        prompt, canvas = prompt.to(cfg.device), canvas.to(cfg.device)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(state["step"], cfg)
+        ar, diff = losses(net, prompt, canvas, cfg, gen)
+        loss = cfg.ar_weight * ar + cfg.diffusion_weight * diff
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        state["step"] += 1
+        state["tokens"] += int(prompt.numel() + canvas.numel())
+        ar_sum += ar.item()
+        diff_sum += diff.item()
+        n_sum += 1
+        if state["step"] % cfg.log_every == 0:
+            elapsed = time.time() - t_start
+            row = {"step": state["step"], "ar": ar_sum / n_sum, "diffusion": diff_sum / n_sum,
+                   "lr": lr_at(state["step"], cfg), "tok_s": state["tokens"] / max(1e-9, state["seconds"] + elapsed)}
+            ar_sum = diff_sum = 0.0
+            n_sum = 0
+            log(json.dumps(row))
+        if time.time() - last_save > cfg.save_every_s:
+            state["seconds"] += time.time() - t_start
+            t_start = time.time()
+            state["history"].append({"step": state["step"], **evaluate_loss(net, eval_batches, cfg)})
+            log(json.dumps({"heldout": state["history"][-1]}))
+            save_checkpoint(ckpt, net, opt, state)
+            last_save = time.time()
+    state["seconds"] += time.time() - t_start
+    state["history"].append({"step": state["step"], **evaluate_loss(net, eval_batches, cfg)})
+    save_checkpoint(ckpt, net, opt, state)
+    log(json.dumps({"final": state["history"][-1], "step": state["step"]}))
+    return state
+
+
+@torch.no_grad()
+def evaluate_loss(net: DiffusionGemma, eval_batches, cfg: TrainConfig) -> dict:
+    was_training = net.training
+    net.eval()
+    gen = torch.Generator().manual_seed(0)
+    ar_total = diff_total = 0.0
+    for prompt, canvas in eval_batches:
+        ar, diff = losses(net, prompt.to(cfg.device), canvas.to(cfg.device), cfg, gen)
+        ar_total += ar.item()
+        diff_total += diff.item()
+    net.train(was_training)
+    return {"heldout_ar": ar_total / len(eval_batches), "heldout_diffusion": diff_total / len(eval_batches)}
+
+
+def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampler: dict | None = None) -> None:
+    """Copies a run's weights (in `dtype`), config, tokenizer and generation config into a model folder."""
+    from .api import DiffusionModel
+
+    model = DiffusionModel.from_pretrained(run_dir / "checkpoint" / "model", dtype=dtype)
+    dest.mkdir(parents=True, exist_ok=True)
+    save_model(model.net, dest)
+    (dest / "tokenizer.json").write_bytes((run_dir / "tokenizer.json").read_bytes())
+    gen = {
+        "max_denoising_steps": 8, "sampler_config": {"entropy_bound": 0.1}, "t_min": 0.4, "t_max": 0.8,
+        "stability_threshold": 1, "confidence_threshold": 0.005, "eos_token_id": [1], "pad_token_id": 0,
+    }
+    gen.update(sampler or {})
+    (dest / "generation_config.json").write_text(json.dumps(gen, indent=1) + "\n")
+    state = json.loads((run_dir / "checkpoint" / "state.json").read_text())
+    (dest / "training.json").write_text(json.dumps(
+        {k: state[k] for k in ("step", "tokens", "seconds", "history", "config")}, indent=1) + "\n")
