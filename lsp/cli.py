@@ -36,9 +36,18 @@ def _train_corpus(args: argparse.Namespace) -> int:
 def _train_run(args: argparse.Namespace) -> int:
     from diffill.model.train import TrainConfig, train
 
-    cfg = TrainConfig(corpus=args.corpus, out=args.out, batch=args.batch, total_steps=args.steps,
-                      max_minutes=args.minutes, threads=args.threads, device=args.device, lr=args.lr,
-                      save_every_s=args.save_every, prompt_len=args.prompt_len)
+    cfg = TrainConfig(
+        corpus=args.corpus,
+        out=args.out,
+        batch=args.batch,
+        total_steps=args.steps,
+        max_minutes=args.minutes,
+        threads=args.threads,
+        device=args.device,
+        lr=args.lr,
+        save_every_s=args.save_every,
+        prompt_len=args.prompt_len,
+    )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
 
@@ -53,9 +62,96 @@ def _train_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from .server import run
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    run(tcp_port=args.tcp)
+    return 0
+
+
+def _complete(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.engine import CompletionEngine, EngineOptions
+    from diffill.infill.languages import language_for
+    from diffill.model import runtime
+
+    text = Path(args.file).read_text(encoding="utf-8")
+    doc = SyntaxDocument(text, language_for(None, args.file))
+    loaded = runtime.load(args.model, args.device)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=args.steps))
+    offset = doc.offset_at(args.line - 1, args.col - 1, "utf-32")
+    result = engine.complete(doc, offset)
+    if result is None:
+        print("(no completion)", file=sys.stderr)
+        return 1
+    replaced = text[result.start : result.end]
+    if replaced:
+        print(f"(replaces {replaced!r})", file=sys.stderr)
+    print(result.text)
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import report
+
+    for line in report(args.model):
+        print(line)
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from diffill.model.evaluate import run
+
+    run(args.root, n=args.n, seed=args.seed, steps=args.steps, canvas=args.canvas, model=args.model)
+    return 0
+
+
+def _bench_lsp(args: argparse.Namespace) -> int:
+    import json
+
+    from .bench import run
+
+    run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diffill", description="Local code completion with a diffusion model")
     sub = parser.add_subparsers(dest="command", required=True)
+    sv = sub.add_parser("serve", help="run the language server (stdio by default)")
+    sv.add_argument("--tcp", type=int, default=None, metavar="PORT", help="listen on 127.0.0.1:PORT instead")
+    sv.add_argument("--log-level", default="warning")
+    sv.set_defaults(func=_serve)
+    cp = sub.add_parser("complete", help="print the completion at FILE:LINE:COL (1-based), without an editor")
+    cp.add_argument("file")
+    cp.add_argument("line", type=int)
+    cp.add_argument("col", type=int)
+    cp.add_argument("--model", default="", help="folder or hub id (default: the embedded model)")
+    cp.add_argument("--device", default="auto")
+    cp.add_argument("--steps", type=int, default=8)
+    cp.set_defaults(func=_complete)
+    dr = sub.add_parser("doctor", help="versions, device, model, memory, grammars")
+    dr.add_argument("--model", default="", help="also describe this model (folder or hub id)")
+    dr.set_defaults(func=_doctor)
+
+    ev = sub.add_parser("eval", help="completion quality on source files (exact, useful, edit similarity, valid)")
+    ev.add_argument("--root", required=True, help="folder of source files (code the model was not trained on)")
+    ev.add_argument("--n", type=int, default=200)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--steps", type=int, default=8)
+    ev.add_argument("--canvas", type=int, default=0, help="canvas length (0 = the model's)")
+    ev.add_argument("--model", default="")
+    ev.set_defaults(func=_eval)
+
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
     bm = bench.add_parser("model", help="ours vs transformers: one denoise step, prefill, one full canvas")
     bm.add_argument("--preset", default="embedded", choices=["embedded", "tiny"])
@@ -65,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--reps", type=int, default=10)
     bm.add_argument("--threads", type=int, default=None)
     bm.set_defaults(func=_bench_model)
+    bl = bench.add_parser("lsp", help="drive `diffill serve` like an editor: keystroke-to-answer latency")
+    bl.add_argument("--root", required=True, help="folder of real source files (not in the training data)")
+    bl.add_argument("--n", type=int, default=100)
+    bl.add_argument("--seed", type=int, default=0)
+    bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bl.set_defaults(func=_bench_lsp)
 
     train = sub.add_parser("train", help="build the corpus, train and export the embedded model")
     tsub = train.add_subparsers(dest="what", required=True)

@@ -34,10 +34,22 @@ from .loader import save_model
 from .tokenizer import PAD, CodeTokenizer
 
 EMBEDDED_CONFIG = dict(
-    vocab_size=8192, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
-    num_key_value_heads=2, head_dim=64, global_head_dim=128, num_global_key_value_heads=1, num_experts=8,
-    top_k_experts=2, moe_intermediate_size=256, sliding_window=256, max_position_embeddings=4096,
-    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"], canvas_length=32,
+    vocab_size=8192,
+    hidden_size=256,
+    intermediate_size=512,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=64,
+    global_head_dim=128,
+    num_global_key_value_heads=1,
+    num_experts=8,
+    top_k_experts=2,
+    moe_intermediate_size=256,
+    sliding_window=256,
+    max_position_embeddings=4096,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    canvas_length=32,
 )
 
 
@@ -208,7 +220,8 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     no_decay = [p for n, p in net.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.95),
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
     )
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "history": [], "config": asdict(cfg)}
     ckpt = out / "checkpoint"
@@ -244,8 +257,13 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         n_sum += 1
         if state["step"] % cfg.log_every == 0:
             elapsed = time.time() - t_start
-            row = {"step": state["step"], "ar": ar_sum / n_sum, "diffusion": diff_sum / n_sum,
-                   "lr": lr_at(state["step"], cfg), "tok_s": state["tokens"] / max(1e-9, state["seconds"] + elapsed)}
+            row = {
+                "step": state["step"],
+                "ar": ar_sum / n_sum,
+                "diffusion": diff_sum / n_sum,
+                "lr": lr_at(state["step"], cfg),
+                "tok_s": state["tokens"] / max(1e-9, state["seconds"] + elapsed),
+            }
             ar_sum = diff_sum = 0.0
             n_sum = 0
             log(json.dumps(row))
@@ -277,6 +295,34 @@ def evaluate_loss(net: DiffusionGemma, eval_batches, cfg: TrainConfig) -> dict:
     return {"heldout_ar": ar_total / len(eval_batches), "heldout_diffusion": diff_total / len(eval_batches)}
 
 
+def write_data_card(corpus_dir: Path, state: dict, dest: Path) -> None:
+    """model/weights/DATA.md: every source of the training corpus with its version and licence."""
+    info = json.loads((corpus_dir / "sources.json").read_text())
+    lines = [
+        "# The embedded model's training data",
+        "",
+        "Rebuilt from scratch with `diffill train corpus` (offline: the CPython standard library and the Python",
+        "sources of permissively licensed distributions installed with diffill's dev extra), deduplicated by content.",
+        "Whole packages are held out for evaluation and never trained on.",
+        "",
+        f"Training: {state.get('step', 0)} steps, {state.get('tokens', 0) / 1e6:.1f}M tokens, "
+        f"{state.get('seconds', 0) / 60:.0f} minutes.",
+        "",
+        "| split | source | version | licence | files |",
+        "|---|---|---|---|---|",
+    ]
+    for src in info["sources"]:
+        lines.append(f"| {src['split']} | {src['name']} | {src['version']} | {src['licence']} | {src['files']} |")
+    summary = info.get("summary", {})
+    lines += [
+        "",
+        "After deduplication: "
+        + ", ".join(f"{k} {v['files']} files ({v['bytes'] / 1e6:.1f} MB)" for k, v in summary.items()),
+        "",
+    ]
+    (dest / "DATA.md").write_text("\n".join(lines))
+
+
 def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampler: dict | None = None) -> None:
     """Copies a run's weights (in `dtype`), config, tokenizer and generation config into a model folder."""
     from .api import DiffusionModel
@@ -286,11 +332,19 @@ def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampl
     save_model(model.net, dest)
     (dest / "tokenizer.json").write_bytes((run_dir / "tokenizer.json").read_bytes())
     gen = {
-        "max_denoising_steps": 8, "sampler_config": {"entropy_bound": 0.1}, "t_min": 0.4, "t_max": 0.8,
-        "stability_threshold": 1, "confidence_threshold": 0.005, "eos_token_id": [1], "pad_token_id": 0,
+        "max_denoising_steps": 8,
+        "sampler_config": {"entropy_bound": 0.1},
+        "t_min": 0.4,
+        "t_max": 0.8,
+        "stability_threshold": 1,
+        "confidence_threshold": 0.005,
+        "eos_token_id": [1],
+        "pad_token_id": 0,
     }
     gen.update(sampler or {})
     (dest / "generation_config.json").write_text(json.dumps(gen, indent=1) + "\n")
     state = json.loads((run_dir / "checkpoint" / "state.json").read_text())
-    (dest / "training.json").write_text(json.dumps(
-        {k: state[k] for k in ("step", "tokens", "seconds", "history", "config")}, indent=1) + "\n")
+    write_data_card(Path(state["config"]["corpus"]), state, dest)
+    (dest / "training.json").write_text(
+        json.dumps({k: state[k] for k in ("step", "tokens", "seconds", "history", "config")}, indent=1) + "\n"
+    )

@@ -1,0 +1,86 @@
+// Pure logic: settings -> initializationOptions, server command, status bar text. Run: npm test (node --test).
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const c = require('../out/config.js');
+
+const stub = (values) => ({ get: (k) => values[k] });
+
+test('defaults: `diffill serve`, embedded model, auto device, 8 steps, enabled', () => {
+  assert.deepEqual(c.serverCommand(stub({})), { command: 'diffill', args: ['serve'] });
+  assert.deepEqual(c.toInitializationOptions(stub({})), {
+    model: '', device: 'auto', steps: 8, enabled: true, languages: [...c.LANGUAGES],
+  });
+});
+
+test('package.json defaults map to the same options', () => {
+  const pkg = require('../package.json');
+  const props = pkg.contributes.configuration.properties;
+  const values = {};
+  for (const [k, v] of Object.entries(props)) values[k.replace(/^diffill\./, '')] = v.default;
+  assert.deepEqual(c.serverCommand(stub(values)), { command: 'diffill', args: ['serve'] });
+  assert.deepEqual(c.toInitializationOptions(stub(values)), {
+    model: '', device: 'auto', steps: 8, enabled: true, languages: [...c.LANGUAGES],
+  });
+});
+
+test('configured values are passed through in the server\'s camelCase keys', () => {
+  const opts = c.toInitializationOptions(stub({
+    model: ' /models/dg ', device: 'cuda', steps: 16, enabled: false, canvasLength: 48,
+    latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, languages: ['python', 'rust'],
+  }));
+  assert.deepEqual(opts, {
+    model: '/models/dg', device: 'cuda', steps: 16, enabled: false, languages: ['python', 'rust'],
+    canvasLength: 48, latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4,
+  });
+});
+
+test('out-of-range and invalid values are clamped or dropped (the server rejects unknown values)', () => {
+  const opts = c.toInitializationOptions(stub({
+    device: 'tpu', steps: 1000, canvasLength: -3, latencyBudgetMs: null, maxPromptTokens: 'x', threads: 0,
+    languages: ['python', 'cobol', 3],
+  }));
+  assert.deepEqual(opts, { model: '', device: 'auto', steps: 128, enabled: true, languages: ['python'] });
+  assert.equal(c.toInitializationOptions(stub({ steps: 0 })).steps, 1);
+  assert.equal(c.toInitializationOptions(stub({ steps: 2.6 })).steps, 3);
+});
+
+test('server command and args', () => {
+  assert.deepEqual(c.serverCommand(stub({ 'server.command': '/opt/venv/bin/diffill', 'server.args': ['serve', '--log-level', 'info'] })),
+    { command: '/opt/venv/bin/diffill', args: ['serve', '--log-level', 'info'] });
+  assert.deepEqual(c.serverCommand(stub({ 'server.command': '  ' })), { command: 'diffill', args: ['serve'] });
+  assert.ok(c.needsRestart({ command: 'a', args: ['serve'] }, { command: 'b', args: ['serve'] }));
+  assert.ok(c.needsRestart({ command: 'a', args: ['serve'] }, { command: 'a', args: ['serve', '--tcp'] }));
+  assert.ok(!c.needsRestart({ command: 'a', args: ['serve'] }, { command: 'a', args: ['serve'] }));
+});
+
+test('document selector language ids', () => {
+  assert.deepEqual(c.documentLanguageIds(['python', 'tsx', 'javascript']), ['python', 'typescriptreact', 'javascript', 'javascriptreact']);
+  assert.deepEqual(c.documentLanguageIds(['nope']), []);
+});
+
+test('latency formatting', () => {
+  assert.equal(c.formatLatency(undefined), '');
+  assert.equal(c.formatLatency(0), '');
+  assert.equal(c.formatLatency(3.14159), '3.1 ms');
+  assert.equal(c.formatLatency(123.6), '124 ms');
+  assert.equal(c.formatLatency(12500), '12.5 s');
+});
+
+test('status text: model state and last latency', () => {
+  const ready = { ready: true, model: 'ready (embedded on cpu)', last_latency_ms: 87.4,
+    settings: { enabled: true, model: '', device: 'auto', steps: 8 }, stats: { requests: 3, model_calls: 2, cache_hits: 1 } };
+  const v = c.formatStatus('running', ready);
+  assert.equal(v.text, '$(sparkle) diffill 87 ms');
+  assert.match(v.tooltip, /ready \(embedded on cpu\)/);
+  assert.match(v.tooltip, /last completion: 87 ms/);
+  assert.match(v.tooltip, /requests: 3 · model calls: 2 · cache hits: 1/);
+  assert.equal(c.formatStatus('running', { ...ready, last_latency_ms: 0 }).text, '$(sparkle) diffill');
+  assert.equal(c.formatStatus('running', { ready: false, model: 'loading' }).text, '$(sync~spin) diffill: loading');
+  assert.equal(c.formatStatus('running', { ready: false, model: 'failed', error: 'no weights' }).text, '$(error) diffill: no model');
+  assert.match(c.formatStatus('running', { ready: false, model: 'failed', error: 'no weights' }).tooltip, /error: no weights/);
+  assert.equal(c.formatStatus('running', { ...ready, settings: { enabled: false } }).text, '$(circle-slash) diffill: off');
+  assert.equal(c.formatStatus('starting').text, '$(sync~spin) diffill');
+  assert.equal(c.formatStatus('running', undefined).text, '$(sync~spin) diffill');
+  assert.match(c.formatStatus('stopped').text, /stopped/);
+  assert.match(c.formatStatus('error').text, /error/);
+});

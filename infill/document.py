@@ -1,0 +1,174 @@
+"""A text buffer kept in sync with its tree-sitter tree through incremental LSP edits.
+
+LSP positions count characters in the client's position encoding (UTF-8 bytes, UTF-16 code units or code points)
+while tree-sitter wants UTF-8 byte offsets and (row, byte-column) points with rows split on "\\n" only; this module
+is the one place that converts between those and Python string offsets.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import tree_sitter
+
+from diffill.infill.languages import parser_for
+from diffill.infill.text import line_starts, prefix_for_units, unit_len, utf8
+
+
+def count_tree_errors(tree: tree_sitter.Tree | None) -> int:
+    """Number of ERROR and MISSING nodes in a tree (0 for None); only subtrees flagged `has_error` are walked."""
+    if tree is None:
+        return 0
+    count = 0
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+        if node.has_error:
+            stack.extend(node.children)
+    return count
+
+
+def count_errors(language: str | None, text: str) -> int:
+    """ERROR + MISSING nodes in a fresh parse of `text` (0 for plain text)."""
+    if language is None:
+        return 0
+    return count_tree_errors(parser_for(language).parse(utf8(text)))
+
+
+def _point(data: bytes, byte: int) -> tuple[int, int]:
+    """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only."""
+    return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
+
+
+class SyntaxDocument:
+    """Text plus its syntax tree (None for plain text), updated incrementally by LSP content changes."""
+
+    def __init__(self, text: str, language: str | None) -> None:
+        self.language = language
+        self.text = text
+        self._data = utf8(text)
+        self._starts: list[int] | None = None
+        self.tree: tree_sitter.Tree | None = self._parse(None)
+
+    # -- parsing -------------------------------------------------------------------------------------------------
+    def _parse(self, old: tree_sitter.Tree | None) -> tree_sitter.Tree | None:
+        if self.language is None:
+            return None
+        parser = parser_for(self.language)
+        return parser.parse(self._data, old) if old is not None else parser.parse(self._data)
+
+    @property
+    def source(self) -> bytes:
+        """The UTF-8 bytes the tree was parsed from."""
+        return self._data
+
+    def replace_all(self, text: str) -> None:
+        """Full-document sync (LSP change without a range): reparse from scratch."""
+        self.text = text
+        self._data = utf8(text)
+        self._starts = None
+        self.tree = self._parse(None)
+
+    def apply_change(
+        self,
+        start_line: int,
+        start_char: int,
+        end_line: int,
+        end_char: int,
+        new_text: str,
+        encoding: str = "utf-16",
+    ) -> None:
+        """Apply one ranged LSP content change: edit the text, `tree.edit` the old tree, reparse incrementally."""
+        start = self.offset_at(start_line, start_char, encoding)
+        end = self.offset_at(end_line, end_char, encoding)
+        self.replace_range(start, end, new_text)
+
+    def replace_range(self, start: int, end: int, new_text: str) -> None:
+        """Replace text[start:end] (string offsets) with `new_text`, keeping the tree in sync incrementally."""
+        start, end = sorted((max(0, min(start, len(self.text))), max(0, min(end, len(self.text)))))
+        old_data = self._data
+        start_byte = self.byte_offset(start)
+        old_end_byte = self.byte_offset(end)
+        inserted = utf8(new_text)
+        new_end_byte = start_byte + len(inserted)
+        self.text = self.text[:start] + new_text + self.text[end:]
+        self._data = old_data[:start_byte] + inserted + old_data[old_end_byte:]
+        self._starts = None
+        if self.tree is None:
+            return
+        self.tree.edit(
+            start_byte=start_byte,
+            old_end_byte=old_end_byte,
+            new_end_byte=new_end_byte,
+            start_point=_point(old_data, start_byte),
+            old_end_point=_point(old_data, old_end_byte),
+            new_end_point=_point(self._data, new_end_byte),
+        )
+        self.tree = self._parse(self.tree)
+
+    # -- positions -----------------------------------------------------------------------------------------------
+    @property
+    def line_starts(self) -> list[int]:
+        """String offsets of LSP line starts (lines split on \\n, \\r\\n and \\r), cached until the next edit."""
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+    def line_text(self, line: int) -> str:
+        """The text of LSP line `line` without its terminator."""
+        starts = self.line_starts
+        start = starts[line]
+        end = starts[line + 1] if line + 1 < len(starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def offset_at(self, line: int, char: int, encoding: str = "utf-16") -> int:
+        """String offset of an LSP position; a line past the end clamps to the document end, a character past
+        the end of its line clamps to the line end, and a position inside a character rounds down."""
+        if line < 0:
+            return 0
+        if line >= self.line_count:
+            return len(self.text)
+        start = self.line_starts[line]
+        return start + prefix_for_units(self.line_text(line), char, encoding)
+
+    def position_at(self, offset: int, encoding: str = "utf-16") -> tuple[int, int]:
+        """LSP (line, character) of a string offset (clamped to the document); inside a CRLF maps to the line end."""
+        offset = max(0, min(offset, len(self.text)))
+        starts = self.line_starts
+        line = bisect.bisect_right(starts, offset) - 1
+        start = starts[line]
+        segment = self.text[start:offset]
+        if segment.endswith("\r"):  # offset between "\r" and "\n"
+            segment = segment[:-1]
+        return line, unit_len(segment, encoding)
+
+    def byte_offset(self, offset: int) -> int:
+        """UTF-8 byte offset of a string offset."""
+        prefix = self.text[:offset]
+        return len(prefix) if prefix.isascii() else len(utf8(prefix))
+
+    def offset_of_byte(self, byte: int) -> int:
+        """String offset of a UTF-8 byte offset (as found in tree-sitter nodes)."""
+        chunk = self._data[: max(0, byte)]
+        try:
+            return len(chunk.decode("utf-8", "surrogatepass"))
+        except UnicodeDecodeError:
+            return len(chunk.decode("utf-8", "ignore"))
+
+    # -- diagnostics ---------------------------------------------------------------------------------------------
+    def error_count(self, tree: tree_sitter.Tree | None = None) -> int:
+        """ERROR + MISSING nodes in `tree` (default: this document's tree)."""
+        return count_tree_errors(tree if tree is not None else self.tree)
+
+    def node_at(self, offset: int) -> tree_sitter.Node | None:
+        """Smallest node spanning the string offset (None for plain text)."""
+        if self.tree is None:
+            return None
+        byte = self.byte_offset(offset)
+        return self.tree.root_node.descendant_for_byte_range(byte, byte)

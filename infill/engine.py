@@ -1,0 +1,104 @@
+"""The completion engine: document + cursor -> span -> FIM prompt -> denoised canvas -> filtered edit.
+
+The span decides the canvas: mid-line, the rest of the line is regenerated (the model was trained on rest-of-line
+middles that run to the line end, so the edit replaces what follows the cursor on that line); after a block
+opener or in an empty body, a multi-line body; on an empty line, a few lines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from diffill.model.api import DiffusionModel
+from diffill.model.fim import build_prompt
+from diffill.model.tokenizer import CodeTokenizer
+
+from .document import SyntaxDocument
+from .filters.base import Candidate
+from .postprocess import postprocess
+from .spans import select_span
+
+CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
+
+
+@dataclass
+class Completion:
+    start: int  # string offsets into the document text: replace text[start:end] with `text`
+    end: int
+    text: str
+    kind: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class EngineOptions:
+    steps: int = 8
+    canvas_length: int = 0  # 0 = the model's own
+    max_prompt_tokens: int = 384
+    max_suffix_tokens: int = 64
+    seed: int = 0
+
+
+def _line_end(text: str, offset: int) -> int:
+    nl = text.find("\n", offset)
+    end = len(text) if nl < 0 else nl
+    return end - 1 if end > offset and text[end - 1] == "\r" else end
+
+
+def _prefix_window(text: str, offset: int, chars: int) -> str:
+    """The text before the cursor, cut at a line start so the first token is not a fragment."""
+    start = max(0, offset - chars)
+    if start:
+        nl = text.find("\n", start, offset)
+        start = nl + 1 if nl >= 0 else start
+    return text[start:offset]
+
+
+class CompletionEngine:
+    def __init__(self, model: DiffusionModel, tokenizer: CodeTokenizer, options: EngineOptions | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.options = options or EngineOptions()
+
+    def prompt_for(self, text: str, offset: int, suffix_start: int) -> list[int]:
+        o = self.options
+        prefix = _prefix_window(text, offset, o.max_prompt_tokens * CHARS_PER_TOKEN)
+        suffix = text[suffix_start : suffix_start + o.max_suffix_tokens * CHARS_PER_TOKEN]
+        return build_prompt(
+            self.tokenizer.encode(prefix), self.tokenizer.encode(suffix), o.max_prompt_tokens, o.max_suffix_tokens
+        )
+
+    def complete(self, doc: SyntaxDocument, offset: int, cancel: Callable[[], bool] | None = None) -> Completion | None:
+        """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so."""
+        t0 = time.perf_counter()
+        text = doc.text
+        offset = max(0, min(offset, len(text)))
+        span = select_span(doc, offset)
+        # Mid-line, the model regenerates the whole rest of the line: its suffix starts at the line end.
+        suffix_start = _line_end(text, offset) if span.kind == "line" else offset
+        prompt = self.prompt_for(text, offset, suffix_start)
+        t1 = time.perf_counter()
+        canvas = self.options.canvas_length or self.model.config.canvas_length
+        canvases = 1 if span.kind == "line" else 2
+        ids = self.model.generate(
+            prompt,
+            max_new_tokens=canvas * canvases,
+            seed=self.options.seed,
+            steps=self.options.steps,
+            canvas_length=canvas,
+            cancel=cancel,
+        )
+        t2 = time.perf_counter()
+        raw = self.tokenizer.decode(ids)
+        # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line
+        # when the model rewrote that rest (as it was trained to), so closing brackets are never doubled.
+        out = postprocess(Candidate.at(text, offset, span, doc.language, raw))
+        t3 = time.perf_counter()
+        timings = {"prompt_ms": (t1 - t0) * 1e3, "model_ms": (t2 - t1) * 1e3, "post_ms": (t3 - t2) * 1e3}
+        if not out.text and out.replace_end == offset:
+            return None
+        if text[offset : out.replace_end] == out.text:  # the edit would change nothing
+            return None
+        return Completion(start=offset, end=out.replace_end, text=out.text, kind=span.kind, timings=timings)

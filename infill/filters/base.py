@@ -1,0 +1,86 @@
+"""The value every post-processing filter takes and returns: a proposed edit at the cursor plus its context.
+
+Filters are pure functions `Candidate -> Candidate` so they can be tested one by one on golden cases and reordered
+without hidden state; an empty `text` means "no suggestion".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+
+from diffill.infill.languages import default_indent
+from diffill.infill.spans import Span
+from diffill.infill.text import detect_indent_unit, dominant_eol, line_bounds
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Edit proposal: replace doc_text[offset:replace_end] with text (replace_end >= offset)."""
+
+    text: str
+    doc_text: str
+    offset: int
+    span: Span
+    language: str | None
+    replace_end: int
+
+    @classmethod
+    def at(cls, doc_text: str, offset: int, span: Span, language: str | None, text: str) -> Candidate:
+        """A raw model output inserted at the cursor, replacing nothing yet."""
+        return cls(text, doc_text, offset, span, language, offset)
+
+    def with_text(self, text: str, replace_end: int | None = None) -> Candidate:
+        """Same context, new text; replace_end defaults to the current one (an empty text replaces nothing)."""
+        end = self.offset if not text else (self.replace_end if replace_end is None else replace_end)
+        return dataclasses.replace(self, text=text, replace_end=max(self.offset, end))
+
+    def empty(self) -> Candidate:
+        """The "no suggestion" candidate."""
+        return self.with_text("")
+
+    def edited_text(self) -> str:
+        """The document as it would read after accepting the edit."""
+        return self.doc_text[: self.offset] + self.text + self.doc_text[self.replace_end :]
+
+    @cached_property
+    def _line(self) -> tuple[int, int]:
+        return line_bounds(self.doc_text, self.offset)
+
+    @property
+    def line_end(self) -> int:
+        """String offset of the end of the cursor's line (before its terminator)."""
+        return self._line[1]
+
+    @property
+    def before_cursor(self) -> str:
+        """Text of the cursor's line before the cursor."""
+        return self.doc_text[self._line[0] : self.offset]
+
+    @property
+    def suffix_on_line(self) -> str:
+        """Text of the cursor's line after the cursor."""
+        return self.doc_text[self.offset : self._line[1]]
+
+    @cached_property
+    def eol(self) -> str:
+        """The document's line terminator."""
+        return dominant_eol(self.doc_text)
+
+    @cached_property
+    def indent_unit(self) -> str:
+        """The document's indentation step."""
+        return detect_indent_unit(self.doc_text, default_indent(self.language))
+
+    @property
+    def trail_text(self) -> str:
+        """The span's trail in the document's line endings (what the indentation filter appends)."""
+        return self.span.trail.replace("\n", self.eol)
+
+    def split_trail(self) -> tuple[str, str]:
+        """(body, trail) when the text ends with the span's trail, else (text, "")."""
+        trail = self.trail_text
+        if trail and self.text.endswith(trail) and len(self.text) > len(trail):
+            return self.text[: -len(trail)], trail
+        return self.text, ""

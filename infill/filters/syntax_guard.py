@@ -1,0 +1,91 @@
+"""Refuse completions that break the parse.
+
+A completion must not add tree-sitter ERROR/MISSING nodes the buffer did not already have (nor, in Python, open a
+block it leaves empty). Counting (rather than demanding zero) lets a line completion inside an unfinished construct through as long as it makes nothing worse.
+When the whole completion fails, shorter prefixes are tried, longest first: whole lines first (cleaner to accept),
+then token boundaries of the first line. Each try is a fresh parse of the whole edited document, so tries are
+capped.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from tree_sitter import Node
+
+from diffill.infill.document import count_errors, count_tree_errors
+from diffill.infill.filters.base import Candidate
+from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
+from diffill.infill.text import EOL_RE, utf8
+
+MAX_TRIES = 32
+_TOKEN_END_RE = re.compile(r"\w+|[^\w\s]")
+
+
+@lru_cache(maxsize=8)
+def _errors(language: str, text: str) -> int:
+    return count_errors(language, text)
+
+
+def syntax_guard(c: Candidate) -> Candidate:
+    """The candidate if it adds no parse errors, else its longest prefix that adds none, else no suggestion."""
+    if c.language is None or not c.text:
+        return c
+    allowed = _errors(c.language, c.doc_text)
+    if _acceptable(c, allowed):
+        return c
+    body, trail = c.split_trail()
+    for prefix in _prefixes(body)[:MAX_TRIES]:
+        shorter = c.with_text(prefix + trail, replace_end=c.offset)
+        if _acceptable(shorter, allowed):
+            return shorter
+    return c.empty()
+
+
+def _acceptable(c: Candidate, allowed: int) -> bool:
+    """No more ERROR/MISSING nodes than `allowed` in a fresh parse of the edited text, and (Python) no empty block
+    opened by the completion itself: tree-sitter-python parses `if a:` followed by a line at the same depth as an
+    empty block without error, though Python rejects it."""
+    tree = parser_for(c.language).parse(utf8(c.edited_text()))
+    if count_tree_errors(tree) > allowed:
+        return False
+    if c.language in INDENT_BLOCK_LANGUAGES:
+        start = len(utf8(c.doc_text[: c.offset]))
+        return not _empty_block_opened_in(tree.root_node, start, start + len(utf8(c.text)))
+    return True
+
+
+def _empty_block_opened_in(root: Node, start: int, end: int) -> bool:
+    """Whether a statement starting in bytes [start, end) has an empty (comment-only) block."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte < start or node.start_byte >= end + 1:
+            continue
+        if node.type == "block" and node.parent is not None and start <= node.parent.start_byte < end:
+            if not any(child.type != "comment" for child in node.named_children):
+                return True
+        stack.extend(node.named_children)
+    return False
+
+
+def _prefixes(body: str) -> list[str]:
+    """Shorter non-blank prefixes of `body`, longest first: cuts at line ends, then at token ends of the first line."""
+    out: list[str] = []
+    ends = [m.start() for m in EOL_RE.finditer(body)]
+    for end in reversed(ends):
+        prefix = body[:end].rstrip()
+        if prefix.strip() and prefix not in out and prefix != body:
+            out.append(prefix)
+    first_end = ends[0] if ends else len(body)
+    lead = len(body) - len(body.lstrip("\r\n")) if not body[:first_end].strip() else 0
+    if lead:  # body starts with a line break (span lead): the first real line is the next one
+        m = EOL_RE.search(body, lead)
+        first_end = m.start() if m else len(body)
+    token_ends = [m.end() for m in _TOKEN_END_RE.finditer(body, lead, first_end)]
+    for end in reversed(token_ends):
+        prefix = body[:end]
+        if prefix.strip() and prefix not in out and prefix != body:
+            out.append(prefix)
+    return out

@@ -1,0 +1,142 @@
+"""Plain-string helpers shared by the syntax layer: LSP line splitting, encodings, indentation.
+
+LSP splits lines on "\\n", "\\r\\n" and "\\r" (unlike `str.splitlines`, which also splits on form feeds and
+Unicode separators), so every module that reasons about lines goes through these helpers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+EOL_RE = re.compile(r"\r\n|\r|\n")
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_WS_RE = re.compile(r"[ \t]*")
+
+ENCODINGS = ("utf-8", "utf-16", "utf-32")
+
+
+def utf8(s: str) -> bytes:
+    """UTF-8 bytes of `s`; lone surrogates (possible in JSON-decoded LSP text) pass through instead of raising."""
+    return s.encode("utf-8", "surrogatepass")
+
+
+def unit_len(s: str, encoding: str) -> int:
+    """Length of `s` in the units of an LSP position encoding."""
+    if encoding == "utf-32" or s.isascii():
+        return len(s)
+    if encoding == "utf-16":
+        return len(s.encode("utf-16-le", "surrogatepass")) // 2
+    if encoding == "utf-8":
+        return len(utf8(s))
+    raise ValueError(f"unknown position encoding {encoding!r}")
+
+
+def prefix_for_units(s: str, units: int, encoding: str) -> int:
+    """How many code points of `s` fit in `units` units (rounded down inside a character, clamped to len(s))."""
+    if units <= 0:
+        return 0
+    if encoding == "utf-32" or s.isascii():
+        return min(units, len(s))
+    if encoding == "utf-16":
+        data = s.encode("utf-16-le", "surrogatepass")[: 2 * units]
+        return len(data.decode("utf-16-le", "ignore"))
+    if encoding == "utf-8":
+        return len(utf8(s)[:units].decode("utf-8", "ignore"))
+    raise ValueError(f"unknown position encoding {encoding!r}")
+
+
+def line_starts(text: str) -> list[int]:
+    """String offsets where each LSP line begins (always at least one line)."""
+    return [0] + [m.end() for m in EOL_RE.finditer(text)]
+
+
+def line_bounds(text: str, offset: int) -> tuple[int, int]:
+    """(start, end) of the LSP line holding `offset`; end excludes the line terminator.
+
+    An offset between "\\r" and "\\n" of a CRLF belongs to the line the CRLF ends.
+    """
+    offset = max(0, min(offset, len(text)))
+    start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    if start > 0 and start == offset and text[start - 1] == "\r" and text.startswith("\n", offset):
+        # Inside a CRLF: the line is the one before it.
+        start = max(text.rfind("\n", 0, offset - 1), text.rfind("\r", 0, offset - 1)) + 1
+        return start, offset - 1
+    m = EOL_RE.search(text, offset)
+    return start, (m.start() if m else len(text))
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines of `text` without terminators, LSP-style; "" gives [""] and a trailing EOL gives a final ""."""
+    return EOL_RE.split(text)
+
+
+def split_lines_keepends(text: str) -> list[str]:
+    """Lines of `text` with their terminators, LSP-style (concatenating them gives `text` back)."""
+    return _LINE_RE.findall(text)
+
+
+def dominant_eol(text: str) -> str:
+    """The line terminator the document mostly uses ("\\n" when it has none)."""
+    counts = Counter(m.group() for m in EOL_RE.finditer(text))
+    return counts.most_common(1)[0][0] if counts else "\n"
+
+
+def leading_ws(line: str) -> str:
+    """The spaces and tabs a line starts with."""
+    m = _WS_RE.match(line)
+    return m.group() if m else ""
+
+
+def is_blank(line: str) -> bool:
+    """True for an empty or whitespace-only line."""
+    return not line.strip()
+
+
+def detect_indent_unit(text: str, default: str = "    ") -> str:
+    """The file's indentation step: a tab, or the most common positive change in leading spaces (2, 4, ...).
+
+    Looking at changes between consecutive indented lines rather than absolute widths makes a file whose every line
+    sits at 8 spaces still read as 4-space indented when its steps are 4.
+    """
+    tabs = spaces = 0
+    steps: Counter[int] = Counter()
+    prev = 0
+    for line in split_lines(text):
+        if is_blank(line):
+            # An editor-indented empty line still shows the style, though not the step.
+            tabs += line.startswith("\t")
+            spaces += line.startswith(" ")
+            continue
+        ws = leading_ws(line)
+        if ws.startswith("\t"):
+            tabs += 1
+            continue
+        width = len(ws)
+        if width:
+            spaces += 1
+        if 2 <= width - prev <= 8:
+            steps[width - prev] += 1
+        prev = width
+    if tabs > spaces:
+        return "\t"
+    if not steps:
+        return default
+    step = max(steps.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+    return " " * step
+
+
+def indent_width(ws: str, tab_size: int = 4) -> int:
+    """Visual width of leading whitespace, tabs advancing to the next multiple of `tab_size`."""
+    width = 0
+    for ch in ws:
+        width = (width // tab_size + 1) * tab_size if ch == "\t" else width + 1
+    return width
+
+
+def render_indent(width: int, unit: str) -> str:
+    """Whitespace of visual `width` in the file's style: tabs (plus spaces for a remainder) or spaces."""
+    if unit == "\t":
+        tabs, rest = divmod(width, 4)
+        return "\t" * tabs + " " * rest
+    return " " * width

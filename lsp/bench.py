@@ -1,0 +1,124 @@
+"""`diffill bench lsp`: drive `diffill serve` over stdio as an editor would and time keystroke -> answer.
+
+For each case a real source file is cut at a random point of a line (the rest of the line removed); the
+document is opened one character short, then that character is typed (didChange) and an inline completion
+requested at once, as editors do on every keystroke. Reported: p50/p95 latency, exact-match and empty rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+def _utf16(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def _position(text: str, offset: int) -> types.Position:
+    before = text[:offset]
+    line = before.count("\n")
+    return types.Position(line=line, character=_utf16(before[before.rfind("\n") + 1 :]))
+
+
+async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
+    from diffill.model.evaluate import _files, make_case
+
+    rng = random.Random(seed)
+    cases = []
+    for path in _files(Path(root), rng):
+        if len(cases) >= n:
+            break
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        case = make_case(str(path), text, rng, "line")
+        if case is not None and case.offset > 0 and case.text[case.offset - 1] not in "\n":
+            cases.append(case)
+    client = LanguageClient("diffill-bench", "1")
+    await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options=settings)
+    )
+    client.initialized(types.InitializedParams())
+    t_load = time.perf_counter()
+    while not (await client.protocol.send_request_async("diffill/status", None))["ready"]:
+        if time.perf_counter() - t_load > 120:
+            raise RuntimeError("model did not load")
+        await asyncio.sleep(0.05)
+    latencies, exact, empty = [], 0, 0
+    for i, case in enumerate(cases):
+        uri = Path(case.path).with_name(f"bench{i}{Path(case.path).suffix}").as_uri()
+        typed_at = case.offset - 1
+        start_text = case.text[:typed_at] + case.text[case.offset :]
+        lang = {
+            ".py": "python",
+            ".js": "javascript",
+            ".ts": "typescript",
+            ".go": "go",
+            ".rs": "rust",
+            ".c": "c",
+            ".java": "java",
+            ".lua": "lua",
+        }.get(Path(case.path).suffix, "plaintext")
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id=lang, version=1, text=start_text)
+            )
+        )
+        pos = _position(start_text, typed_at)
+        t0 = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=case.text[typed_at])
+                ],
+            )
+        )
+        res = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri),
+                position=_position(case.text, case.offset),
+                context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+            )
+        )
+        latencies.append((time.perf_counter() - t0) * 1e3)
+        answer = res.items[0].insert_text if res and res.items else ""
+        exact += answer.rstrip() == case.truth.rstrip()
+        empty += not answer
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    latencies.sort()
+    k = max(1, len(latencies))
+    result = {
+        "cases": len(latencies),
+        "p50_ms": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
+        "p95_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))], 1) if latencies else 0.0,
+        "exact": round(exact / k, 4),
+        "empty": round(empty / k, 4),
+    }
+    out(f"root={root} cases={result['cases']} settings={json.dumps(settings)}")
+    out(
+        f"latency p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; exact {result['exact']:.3f}, "
+        f"empty {result['empty']:.3f}"
+    )
+    out(json.dumps(result))
+    return result
+
+
+def run(
+    root: str, n: int = 100, seed: int = 0, settings: dict | None = None, out: Callable[[str], None] = print
+) -> dict:
+    return asyncio.run(_run(root, n, seed, settings or {}, out))

@@ -1,0 +1,65 @@
+"""`diffill doctor`: what a bug report needs, and a check that each part loads."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _ver(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _memory() -> str:
+    try:
+        with open("/proc/meminfo") as fh:
+            info = dict(line.split(":", 1) for line in fh)
+        total = int(info["MemTotal"].split()[0]) // 1024
+        avail = int(info["MemAvailable"].split()[0]) // 1024
+        return f"{avail} MiB available of {total} MiB"
+    except (OSError, KeyError, ValueError):
+        return "unknown"
+
+
+def report(model: str = "") -> Iterator[str]:
+    import torch
+
+    from diffill.infill.languages import check_all
+    from diffill.model import runtime
+
+    yield f"diffill {_ver('diffill')} on Python {sys.version.split()[0]} ({platform.platform()})"
+    for pkg in (
+        "torch",
+        "pygls",
+        "lsprotocol",
+        "tree-sitter",
+        "tokenizers",
+        "safetensors",
+        "huggingface_hub",
+        "triton",
+    ):
+        yield f"  {pkg}: {_ver(pkg)}"
+    cuda = torch.cuda.is_available()
+    yield f"device: {'cuda ' + torch.cuda.get_device_name(0) if cuda else 'cpu'}; {os.cpu_count()} cores"
+    yield f"memory: {_memory()}"
+    yield "grammars:"
+    for name, status in check_all().items():
+        yield f"  {name}: {'ok' if status is True else status}"
+    yield f"embedded model: {'present' if runtime.embedded_available() else 'MISSING'} ({runtime.EMBEDDED_DIR})"
+    try:
+        loaded = runtime.load(model, "cpu")
+        n = sum(p.numel() for p in loaded.model.net.parameters())
+        cfg = loaded.model.config
+        yield (
+            f"model {loaded.source}: {n / 1e6:.1f}M parameters, {cfg.num_hidden_layers} layers, "
+            f"{cfg.num_experts} experts top-{cfg.top_k_experts}, canvas {cfg.canvas_length}, "
+            f"vocab {cfg.vocab_size}: loads ok"
+        )
+    except Exception as exc:
+        yield f"model {model or 'embedded'}: FAILED to load: {exc}"

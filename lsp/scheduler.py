@@ -1,0 +1,66 @@
+"""One generation per document: a newer request, a cancel or an edit stops the older one between steps.
+
+pygls can only cancel work that has not started; the model runs in a worker thread, so each generation gets
+a token whose flag the sampler checks between denoising steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+class CancelToken:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def __call__(self) -> bool:
+        return self._event.is_set()
+
+
+class Scheduler:
+    def __init__(self) -> None:
+        # One model worker: generations queue behind each other, and stale ones drop out at their first step.
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-model")
+        self._tokens: dict[str, CancelToken] = {}
+        self._lock = threading.Lock()
+
+    def start(self, uri: str) -> CancelToken:
+        """A fresh token for `uri`, cancelling the one in flight."""
+        token = CancelToken()
+        with self._lock:
+            old = self._tokens.get(uri)
+            self._tokens[uri] = token
+        if old is not None:
+            old.cancel()
+        return token
+
+    def cancel(self, uri: str) -> None:
+        with self._lock:
+            token = self._tokens.pop(uri, None)
+        if token is not None:
+            token.cancel()
+
+    def finish(self, uri: str, token: CancelToken) -> None:
+        with self._lock:
+            if self._tokens.get(uri) is token:
+                del self._tokens[uri]
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._tokens)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            tokens = list(self._tokens.values())
+            self._tokens.clear()
+        for t in tokens:
+            t.cancel()
+        self.executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,331 @@
+"""diffill's language server (pygls 2): thin handlers over the completion engine.
+
+Documents are kept as tree-sitter `SyntaxDocument`s updated incrementally. Completions run on one model worker
+thread; each document has at most one generation in flight, and an edit, a newer request or `$/cancelRequest`
+stops the older one between denoising steps. A request whose document changed meanwhile gets an empty answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import Completion, CompletionEngine, EngineOptions
+from diffill.infill.languages import language_for
+from diffill.model.sampler import Cancelled
+
+from .cache import TypedAheadCache
+from .scheduler import Scheduler
+from .settings import Settings, SettingsError, parse_settings
+
+log = logging.getLogger("diffill")
+
+try:
+    VERSION = version("diffill")
+except PackageNotFoundError:  # pragma: no cover
+    VERSION = "0"
+
+MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class DocState:
+    doc: SyntaxDocument
+    language_id: str
+    version: int = 0  # bumped on every change (ours, not the client's)
+    last_latency_ms: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class DiffillServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("diffill", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.docs: dict[str, DocState] = {}
+        self.cache = TypedAheadCache()
+        self.scheduler = Scheduler()
+        self.engine: CompletionEngine | None = None
+        self.model_state = "not loaded"
+        self.model_error: str | None = None
+        self._load_lock = threading.Lock()
+        self.stats = {"requests": 0, "model_calls": 0, "cache_hits": 0, "cancelled": 0, "stale": 0, "errors": 0}
+
+    # ----- helpers -----
+    @property
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding if self._workspace_ready() else None
+        return str(enc.value if hasattr(enc, "value") else enc or "utf-16")
+
+    def _workspace_ready(self) -> bool:
+        try:
+            self.workspace  # noqa: B018 - raises before initialize
+            return True
+        except Exception:
+            return False
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        log.warning(message) if kind != types.MessageType.Info else log.info(message)
+        try:
+            self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffill: {message}"))
+        except Exception:  # no client yet (e.g. in unit use)
+            log.debug("could not show message", exc_info=True)
+
+    def apply_settings(self, raw: Any, initial: bool = False) -> bool:
+        try:
+            new = parse_settings(raw, self.settings)
+        except SettingsError as exc:
+            self.show(f"{exc} (previous settings kept)")
+            return False
+        reload = new.model != self.settings.model or new.device != self.settings.device or initial
+        self.settings = new
+        if self.engine is not None:
+            self.engine.options = self._engine_options()
+        if reload and not initial:
+            self.load_model_async()
+        return True
+
+    def _engine_options(self) -> EngineOptions:
+        s = self.settings
+        return EngineOptions(steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens)
+
+    # ----- model loading -----
+    def load_model_async(self) -> None:
+        threading.Thread(target=self._load_model, name="diffill-load", daemon=True).start()
+
+    def _load_model(self) -> None:
+        from diffill.model import runtime
+
+        with self._load_lock:
+            token = f"diffill-load-{uuid.uuid4()}"
+            source = self.settings.model or "embedded model"
+            progress = self._progress_begin(token, f"Loading {source}")
+            self.model_state = "loading"
+            try:
+                last = [0.0]
+
+                def on_progress(done: int, total: int) -> None:
+                    if progress and time.monotonic() - last[0] > 0.2:
+                        last[0] = time.monotonic()
+                        pct = int(100 * done / max(1, total))
+                        self.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
+
+                loaded = runtime.load(self.settings.model, self.settings.device, self.settings.threads, on_progress)
+                self.engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+                self.model_state = f"ready ({loaded.source} on {loaded.device})"
+                self.model_error = None
+                log.info("model %s", self.model_state)
+            except Exception as exc:  # the server stays up; the user sees why
+                self.model_error = str(exc)
+                fallback = self.settings.model and self.engine is None
+                self.show(f"could not load model {source!r}: {exc}")
+                log.exception("model load failed")
+                self.model_state = "failed"
+                if fallback:
+                    try:
+                        loaded = runtime.load("", "cpu", self.settings.threads)
+                        self.engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+                        self.model_state = "ready (embedded fallback)"
+                        self.show("using the embedded model instead", types.MessageType.Warning)
+                    except Exception:
+                        log.exception("embedded fallback failed")
+            finally:
+                if progress:
+                    self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.model_state))
+
+    def _progress_begin(self, token: str, title: str) -> bool:
+        caps = self.client_capabilities
+        if not (caps and caps.window and caps.window.work_done_progress):
+            return False
+        try:
+            self.work_done_progress.create(token).result(timeout=5)
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0))
+            return True
+        except Exception:
+            log.debug("progress not available", exc_info=True)
+            return False
+
+    # ----- documents -----
+    def open_document(self, params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        text = item.text
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
+            log.warning("%s: %d bytes, too large: completions off for it", item.uri, len(text))
+            return
+        lang = language_for(item.language_id, to_fs_path(item.uri) or item.uri)
+        self.docs[item.uri] = DocState(SyntaxDocument(text, lang), item.language_id)
+
+    def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = self.docs.get(uri)
+        self.scheduler.cancel(uri)
+        if state is None:
+            log.warning("didChange for unknown document %s", uri)
+            return
+        for change in params.content_changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                r = change.range
+                state.doc.apply_change(
+                    r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
+                )
+            else:
+                state.doc.replace_all(change.text)
+        state.version += 1
+
+    def close_document(self, uri: str) -> None:
+        self.scheduler.cancel(uri)
+        self.docs.pop(uri, None)
+        self.cache.forget(uri)
+
+    # ----- completion -----
+    async def complete(self, uri: str, position: types.Position) -> tuple[DocState, Completion] | None:
+        """The completion at `position` in `uri`, or None (disabled, unknown document, stale, no answer)."""
+        self.stats["requests"] += 1
+        state = self.docs.get(uri)
+        if state is None:
+            log.warning("completion for unknown document %s", uri)
+            return None
+        lang = state.doc.language or "plaintext"
+        if not self.settings.enabled or lang not in self.settings.languages:
+            return None
+        offset = state.doc.offset_at(position.line, position.character, self.encoding)
+        text = state.doc.text
+        hit = self.cache.lookup(uri, text, offset)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            rest, end = hit
+            return state, Completion(start=offset, end=end, text=rest, kind="cached")
+        if self.engine is None:
+            log.info("completion before the model is ready (%s)", self.model_state)
+            return None
+        token = self.scheduler.start(uri)
+        version_at_start = state.version
+        engine = self.engine
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        try:
+            self.stats["model_calls"] += 1
+            result = await loop.run_in_executor(
+                self.scheduler.executor, lambda: engine.complete(state.doc, offset, cancel=token)
+            )
+        except (asyncio.CancelledError, Cancelled):
+            token.cancel()
+            self.stats["cancelled"] += 1
+            raise asyncio.CancelledError() from None
+        except Exception:
+            self.stats["errors"] += 1
+            log.exception("completion failed for %s", uri)
+            return None
+        finally:
+            self.scheduler.finish(uri, token)
+        if state.version != version_at_start or self.docs.get(uri) is not state:
+            self.stats["stale"] += 1
+            return None
+        state.last_latency_ms = (time.perf_counter() - started) * 1e3
+        if result is None:
+            return None
+        self.cache.remember(uri, text, offset, result.text, result.end)
+        return state, result
+
+    def to_range(self, state: DocState, start: int, end: int) -> types.Range:
+        sl, sc = state.doc.position_at(start, self.encoding)
+        el, ec = state.doc.position_at(end, self.encoding)
+        return types.Range(types.Position(sl, sc), types.Position(el, ec))
+
+
+server = DiffillServer()
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: DiffillServer, params: types.InitializeParams) -> None:
+    ls.apply_settings(params.initialization_options, initial=True)
+
+
+@server.feature(types.INITIALIZED)
+def on_initialized(ls: DiffillServer, params: types.InitializedParams) -> None:
+    ls.load_model_async()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def on_open(ls: DiffillServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.open_document(params)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_change(ls: DiffillServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.change_document(params)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def on_close(ls: DiffillServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.close_document(params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def on_configuration(ls: DiffillServer, params: types.DidChangeConfigurationParams) -> None:
+    ls.apply_settings(params.settings)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def on_inline_completion(
+    ls: DiffillServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList | None:
+    found = await ls.complete(params.text_document.uri, params.position)
+    if found is None:
+        return types.InlineCompletionList(items=[])
+    state, c = found
+    item = types.InlineCompletionItem(insert_text=c.text, range=ls.to_range(state, c.start, c.end))
+    return types.InlineCompletionList(items=[item])
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))
+async def on_completion(ls: DiffillServer, params: types.CompletionParams) -> types.CompletionList:
+    found = await ls.complete(params.text_document.uri, params.position)
+    if found is None:
+        return types.CompletionList(is_incomplete=True, items=[])
+    state, c = found
+    label = c.text.strip().splitlines()[0] if c.text.strip() else c.text
+    item = types.CompletionItem(
+        label=label[:80] or "diffill",
+        kind=types.CompletionItemKind.Snippet,
+        detail="diffill",
+        text_edit=types.TextEdit(range=ls.to_range(state, c.start, c.end), new_text=c.text),
+        insert_text_format=types.InsertTextFormat.PlainText,
+        filter_text=c.text,
+        sort_text="0",
+        preselect=True,
+    )
+    return types.CompletionList(is_incomplete=True, items=[item])
+
+
+@server.feature("diffill/status")
+def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
+    """Model state, settings and counters: for editor status bars and tests."""
+    return {
+        "model": ls.model_state,
+        "error": ls.model_error,
+        "ready": ls.engine is not None,
+        "settings": ls.settings.as_dict(),
+        "documents": len(ls.docs),
+        "in_flight": ls.scheduler.in_flight(),
+        "last_latency_ms": max((d.last_latency_ms for d in ls.docs.values()), default=0.0),
+        "stats": dict(ls.stats),
+        "position_encoding": ls.encoding,
+    }
+
+
+def run(tcp_port: int | None = None) -> None:
+    if tcp_port is None:
+        server.start_io()
+    else:
+        server.start_tcp("127.0.0.1", tcp_port)

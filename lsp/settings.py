@@ -1,0 +1,103 @@
+"""diffill's user settings: typed, validated, from `initializationOptions` and `workspace/didChangeConfiguration`.
+
+Invalid values are reported with one clear message naming each bad key; the previous settings then stay.
+Both flat options (`{"steps": 8}`) and a `{"diffill": {...}}` section are accepted, in camelCase or snake_case.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua", "plaintext")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+QUANTIZATION = ("none", "int8", "int4", "fp8")
+
+
+@dataclass(frozen=True)
+class Settings:
+    model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
+    device: str = "auto"
+    quantization: str = "none"
+    steps: int = 8  # denoising steps per canvas (the sampler also stops early when stable)
+    canvas_length: int = 0  # 0 = the model's own canvas length
+    languages: tuple[str, ...] = field(default=LANGUAGES)
+    latency_budget_ms: int = 200
+    max_prompt_tokens: int = 384
+    enabled: bool = True
+    threads: int = 0  # 0 = automatic (1 for small models on few cores)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["languages"] = list(self.languages)
+        return d
+
+
+class SettingsError(ValueError):
+    """Invalid settings; the message lists every problem."""
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _check(name: str, value: Any) -> tuple[Any, str | None]:
+    """(converted value, error message or None) for one setting."""
+    if name in ("model",):
+        return (value, None) if isinstance(value, str) else (value, "must be a string (path or hub id)")
+    if name == "device":
+        ok = isinstance(value, str) and (value in DEVICES or re.fullmatch(r"cuda:\d+", value))
+        return value, None if ok else f"must be one of {', '.join(DEVICES)} or cuda:N"
+    if name == "quantization":
+        return value, None if value in QUANTIZATION else f"must be one of {', '.join(QUANTIZATION)}"
+    if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads"):
+        bounds = {
+            "steps": (1, 128),
+            "canvas_length": (0, 256),
+            "latency_budget_ms": (10, 60_000),
+            "max_prompt_tokens": (16, 32_768),
+            "threads": (0, 256),
+        }[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return value, f"must be an integer in [{bounds[0]}, {bounds[1]}]"
+        if not bounds[0] <= value <= bounds[1]:
+            return value, f"must be in [{bounds[0]}, {bounds[1]}] (got {value})"
+        return value, None
+    if name == "enabled":
+        return value, None if isinstance(value, bool) else "must be true or false"
+    if name == "languages":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return value, "must be a list of language names"
+        unknown = [v for v in value if v not in LANGUAGES]
+        if unknown:
+            return value, f"unknown languages {', '.join(unknown)} (known: {', '.join(LANGUAGES)})"
+        return tuple(value), None
+    return value, "unknown setting"
+
+
+def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
+    """New settings from `raw` applied over `base`; raises SettingsError listing every invalid key."""
+    base = base or Settings()
+    if raw is None:
+        return base
+    if not isinstance(raw, dict):
+        raise SettingsError(f"settings must be an object, got {type(raw).__name__}")
+    if isinstance(raw.get("diffill"), dict):
+        raw = raw["diffill"]
+    known = {f.name for f in fields(Settings)}
+    changes: dict[str, Any] = {}
+    errors: list[str] = []
+    for key, value in raw.items():
+        name = _snake(str(key))
+        if name not in known:
+            errors.append(f"{key}: unknown setting")
+            continue
+        converted, problem = _check(name, value)
+        if problem:
+            errors.append(f"{key}: {problem}")
+        else:
+            changes[name] = converted
+    if errors:
+        raise SettingsError("invalid diffill settings: " + "; ".join(errors))
+    return replace(base, **changes)

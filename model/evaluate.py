@@ -1,0 +1,173 @@
+"""`diffill eval`: completion quality on real source files, through the same engine the daemon uses.
+
+Cases are drawn from files under --root: rest-of-line (the line is cut at a random point and the rest removed)
+and multi-line (one to three whole lines removed, the cursor left on an empty line at their indentation).
+Reported per kind and overall: exact match, edit similarity, useful (non-empty and a prefix of the truth),
+valid (the answer adds no syntax error); beside two baselines: the empty answer and repeating the previous
+line. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
+SKIP_PARTS = {".git", "node_modules", "__pycache__", ".venv", "site-packages"}
+
+
+@dataclass
+class Case:
+    path: str
+    text: str  # the document as the user has it (truth removed)
+    offset: int  # cursor
+    truth: str
+    kind: str  # "line" or "lines"
+    prev_line: str  # baseline material
+
+
+def _files(root: Path, rng: random.Random, limit: int = 4000) -> list[Path]:
+    files = [
+        p
+        for p in root.rglob("*")
+        if p.suffix in EXTENSIONS and p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts)
+    ]
+    files.sort()
+    rng.shuffle(files)
+    return files[:limit]
+
+
+def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | None:
+    lines = text.split("\n")
+    candidates = [i for i, ln in enumerate(lines) if 1 <= i < len(lines) - 1 and len(ln.strip()) >= 4]
+    if not candidates:
+        return None
+    i = rng.choice(candidates)
+    line = lines[i]
+    indent = line[: len(line) - len(line.lstrip())]
+    prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+    if kind == "line":
+        lo = len(indent) + 1
+        if len(line.rstrip()) - lo < 2:
+            return None
+        cut = rng.randrange(lo, len(line.rstrip()))
+        truth = line[cut:].rstrip()
+        before = "\n".join(lines[:i] + [line[:cut]])
+        after = "\n" + "\n".join(lines[i + 1 :])
+        return Case(path, before + after, len(before), truth, kind, prev[cut:].rstrip() if len(prev) > cut else "")
+    k = rng.randint(1, 3)
+    body = lines[i : i + k]
+    if any(not b.strip() for b in body):
+        return None
+    truth = "\n".join(body)[len(indent) :].rstrip()
+    before = "\n".join(lines[:i] + [indent])
+    after = "\n" + "\n".join(lines[i + k :])
+    return Case(path, before + after, len(before), truth, kind, prev.strip())
+
+
+def edit_similarity(a: str, b: str) -> float:
+    if not a and not b:
+        return 1.0
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def score(answer: str, truth: str, valid: bool) -> dict[str, float]:
+    a, t = answer.rstrip(), truth.rstrip()
+    return {
+        "exact": float(a == t),
+        "useful": float(bool(a) and t.startswith(a)),
+        "edit_similarity": edit_similarity(a, t),
+        "valid": float(valid),
+    }
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = ("exact", "useful", "edit_similarity", "valid")
+    return {k: round(sum(r[k] for r in rows) / max(1, len(rows)), 4) for k in keys}
+
+
+def run(
+    root: str,
+    n: int = 200,
+    seed: int = 0,
+    steps: int = 8,
+    canvas: int = 0,
+    model: str = "",
+    out: Callable[[str], None] = print,
+) -> dict:
+    from diffill.infill.document import SyntaxDocument, count_errors
+    from diffill.infill.engine import CompletionEngine, EngineOptions
+    from diffill.infill.languages import language_for
+
+    from . import runtime
+
+    rng = random.Random(seed)
+    loaded = runtime.load(model, "auto")
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps, canvas_length=canvas))
+    cases: list[Case] = []
+    for path in _files(Path(root), rng):
+        if len(cases) >= n:
+            break
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(text) > 200_000:
+            continue
+        case = make_case(str(path), text, rng, "line" if len(cases) % 2 == 0 else "lines")
+        if case is not None:
+            cases.append(case)
+    results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
+    by_kind: dict[str, list] = {"line": [], "lines": []}
+    latencies = []
+    for case in cases:
+        lang = language_for(None, case.path)
+        doc = SyntaxDocument(case.text, lang)
+        base_errors = count_errors(lang, case.text) if lang else 0
+        t0 = time.perf_counter()
+        comp = engine.complete(doc, case.offset)
+        latencies.append((time.perf_counter() - t0) * 1e3)
+        if comp is None:
+            answer, new_text = "", case.text
+        else:
+            new_text = case.text[: comp.start] + comp.text + case.text[comp.end :]
+            answer = comp.text
+        valid = (count_errors(lang, new_text) <= base_errors) if lang else True
+        row = score(answer, case.truth, valid)
+        results["model"].append(row)
+        by_kind[case.kind].append(row)
+        results["empty"].append(score("", case.truth, True))
+        results["prev_line"].append(score(case.prev_line, case.truth, True))
+    latencies.sort()
+    summary = {
+        "cases": len(cases),
+        "steps": steps,
+        "model": _mean(results["model"]),
+        "rest_of_line": _mean(by_kind["line"]),
+        "multi_line": _mean(by_kind["lines"]),
+        "baseline_empty": _mean(results["empty"]),
+        "baseline_prev_line": _mean(results["prev_line"]),
+        "latency_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
+        "latency_ms_p95": round(latencies[int(len(latencies) * 0.95)], 1) if latencies else 0.0,
+    }
+    out(f"root={root} cases={len(cases)} steps={steps} seed={seed}")
+    out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}")
+    for name in ("rest_of_line", "multi_line", "model", "baseline_empty", "baseline_prev_line"):
+        m = summary[name]
+        out(f"{name:<22}{m['exact']:>8.3f}{m['useful']:>8.3f}{m['edit_similarity']:>10.3f}{m['valid']:>8.3f}")
+    out(f"latency p50 {summary['latency_ms_p50']} ms, p95 {summary['latency_ms_p95']} ms")
+    final = dict(summary["model"])
+    final.update(
+        {
+            "rest_of_line_exact": summary["rest_of_line"]["exact"],
+            "rest_of_line_useful": summary["rest_of_line"]["useful"],
+            "cases": len(cases),
+        }
+    )
+    out(json.dumps(final))
+    return summary

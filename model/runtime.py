@@ -1,0 +1,75 @@
+"""Where the models live and how the daemon loads one: the embedded default ships inside the package."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .api import DiffusionModel
+from .loader import CheckpointError, resolve_checkpoint
+from .tokenizer import CodeTokenizer
+
+EMBEDDED_DIR = Path(__file__).parent / "weights"
+
+
+def embedded_available() -> bool:
+    return (EMBEDDED_DIR / "model.safetensors").exists() and (EMBEDDED_DIR / "tokenizer.json").exists()
+
+
+def pick_device(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    return "cpu"
+
+
+def pick_threads(requested: int, n_params: int) -> int:
+    """Small models run fastest on one thread beside an editor (no OpenMP wake-ups across shared cores)."""
+    if requested:
+        return requested
+    cores = os.cpu_count() or 1
+    if n_params < 50_000_000 or cores <= 2:
+        return 1
+    return min(cores // 2, 8)
+
+
+@dataclass
+class LoadedModel:
+    model: DiffusionModel
+    tokenizer: CodeTokenizer
+    source: str  # "embedded" or the path / hub id
+    device: str
+
+
+def load(
+    source: str = "",
+    device: str = "auto",
+    threads: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadedModel:
+    """Loads the embedded model (source "") or a folder / hub id. The folder needs a diffill tokenizer.json
+    (byte-level BPE with FIM sentinels) so that the completion prompts can be built."""
+    dev = pick_device(device)
+    if not source:
+        if not embedded_available():
+            raise CheckpointError(f"the embedded model is missing from {EMBEDDED_DIR} (broken install?)")
+        folder = EMBEDDED_DIR
+    else:
+        folder = resolve_checkpoint(source)
+    dtype = torch.float32 if dev == "cpu" else torch.bfloat16
+    model = DiffusionModel.from_pretrained(folder, device=dev, dtype=dtype, progress=progress)
+    tok_path = folder / "tokenizer.json"
+    if not tok_path.exists():
+        raise CheckpointError(f"{folder}: no tokenizer.json")
+    try:
+        tokenizer = CodeTokenizer.from_file(tok_path)
+    except ValueError as exc:
+        raise CheckpointError(f"{tok_path}: not a diffill code tokenizer ({exc})") from exc
+    if dev == "cpu":
+        torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in model.net.parameters())))
+    return LoadedModel(model, tokenizer, source or "embedded", dev)

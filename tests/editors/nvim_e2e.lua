@@ -1,0 +1,82 @@
+-- Drives Neovim >= 0.12 (headless, main loop running: start with -S): waits for diffill, enters insert mode at
+-- the end of the prompt, waits for the ghost text, presses <Tab> (the plugin's accept key), writes the file.
+-- Results go to $DIFFILL_E2E_OUT as JSON.
+local out_path = os.getenv('DIFFILL_E2E_OUT')
+local ready_path = os.getenv('DIFFILL_E2E_READY')
+local result = { version = tostring(vim.version()), steps = {} }
+local function step(s) table.insert(result.steps, s) end
+
+local done = false
+local function finish(code)
+  if done then return end
+  done = true
+  result.code = code
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(result))
+  f:close()
+  for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
+  vim.defer_fn(function() vim.cmd(code == 0 and 'qall!' or ('cquit! ' .. code)) end, 300)
+end
+vim.defer_fn(function() step('timeout'); finish(3) end, tonumber(os.getenv('DIFFILL_E2E_TIMEOUT_MS') or '150000'))
+
+local buf = vim.api.nvim_get_current_buf()
+local ns = vim.api.nvim_create_namespace('nvim.lsp.inline_completion')
+
+local function ghost_text()
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    local d = m[4]
+    if d.virt_text then
+      local lines = {}
+      local first = {}
+      for _, chunk in ipairs(d.virt_text) do table.insert(first, chunk[1]) end
+      table.insert(lines, table.concat(first))
+      for _, vl in ipairs(d.virt_lines or {}) do
+        local l = {}
+        for _, chunk in ipairs(vl) do table.insert(l, chunk[1]) end
+        table.insert(lines, table.concat(l))
+      end
+      return table.concat(lines, '\n')
+    end
+  end
+end
+
+local function poll(pred, interval, k)
+  if done then return end
+  local v = pred()
+  if v then return k(v) end
+  vim.defer_fn(function() poll(pred, interval, k) end, interval)
+end
+
+poll(function()
+  local c = vim.lsp.get_clients({ name = 'diffill', bufnr = buf })[1]
+  return c and c.initialized and vim.uv.fs_stat(ready_path) and c
+end, 50, function(client)
+  step('server ready')
+  result.inline_enabled = vim.lsp.inline_completion.is_enabled({ bufnr = buf })
+  result.offset_encoding = client.offset_encoding
+  -- cursor on the last non-empty line, append there: InsertEnter makes the automatic request
+  local last = vim.fn.prevnonblank(vim.api.nvim_buf_line_count(buf))
+  vim.api.nvim_win_set_cursor(0, { last, 0 })
+  vim.api.nvim_feedkeys('A', 'n', false)
+  poll(ghost_text, 50, function(ghost)
+    result.ghost = ghost
+    result.mode = vim.api.nvim_get_mode().mode
+    step('ghost text shown')
+    result.before_accept = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    vim.api.nvim_feedkeys(vim.keycode('<Tab>'), 'mt', false) -- through the plugin's mapping
+    poll(function()
+      local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+      return now ~= result.before_accept and now
+    end, 50, function(now)
+      result.buffer = now
+      result.ghost_after = ghost_text()
+      step('accepted')
+      vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nt', false)
+      vim.defer_fn(function()
+        vim.cmd('write')
+        step('written')
+        finish(0)
+      end, 100)
+    end)
+  end)
+end)

@@ -1,0 +1,149 @@
+"""Emacs 30 with editors/emacs/diffill.el against `diffill serve`:
+
+- lsp-mode 10 (in a terminal, in tmux): typing the prompt's last character makes `lsp-inline-completion-mode`
+  ask for ghost text after diffill's 0.2 s idle delay; the overlay is shown, TAB accepts it, C-x C-s saves.
+- Eglot (batch): `completion-at-point` inserts diffill's completion item (its textEdit).
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from editor_support import (EDITORS_DIR, ROOT, LspLog, check_proposal, require_editor, server_settings,
+                            tap_command, wait_for)
+from tmux_driver import Tmux
+
+HERE = Path(__file__).parent
+
+
+def emacs_bin() -> str:
+    emacs = require_editor("emacs", "Emacs")
+    out = subprocess.run([emacs, "--version"], capture_output=True, text=True, timeout=30).stdout
+    m = re.search(r"GNU Emacs (\d+)", out)
+    if not m or int(m[1]) < 29:
+        pytest.skip(f"{emacs} is {out.splitlines()[0] if out else '?'}: needs Emacs >= 29 (`bash editors/install.sh emacs`)")
+    return emacs
+
+
+def lsp_mode_dir() -> Path:
+    src = EDITORS_DIR / "elisp" / "usr" / "share" / "emacs" / "site-lisp" / "elpa-src"
+    if not list(src.glob("lsp-mode-1[0-9]*")):
+        pytest.skip(f"lsp-mode >= 10 not in {src}: install it with `bash editors/install.sh emacs`")
+    return src
+
+
+def events(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, direct, prompt):
+    emacs = emacs_bin()
+    elisp = lsp_mode_dir()
+    path = tmp_path / "example.py"
+    path.write_text(prompt[:-1] + "\n")  # the last character is typed
+    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "events.jsonl"
+    env = {"DIFFILL_ROOT": str(ROOT), "ELISP_DIR": str(elisp), "DIFFILL_E2E_CMD": json.dumps(tap_command(log, ready)),
+           "DIFFILL_E2E_SETTINGS": json.dumps(server_settings()), "DIFFILL_E2E_OUT": str(out),
+           "HOME": str(tmp_path / "home"), "TERM": "xterm-256color"}
+    (tmp_path / "home").mkdir()
+    tm = Tmux("emacs", [emacs, "-nw", "-Q", "-l", str(HERE / "emacs_lsp_init.el"), str(path)], tmp_path, env)
+    try:
+        wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
+        wait_for(lambda: any(e.get("event") == "opened" for e in events(out)), 30, what="lsp-mode to open the file")
+        opened = next(e for e in events(out) if e["event"] == "opened")
+        assert opened["inline-mode"] is True, opened
+        tm.keys("M->")
+        tm.keys("C-p")
+        tm.keys("C-e")
+        tm.keys(prompt[-1], literal=True, pause=0)
+        shown = wait_for(lambda: [e for e in events(out) if e["event"] == "shown"], 60,
+                         what=f"the ghost text overlay; screen:\n{tm.screen()}")[-1]
+        assert shown["idle-delay"] == 0.2
+        time.sleep(0.3)
+        screen = tm.screen()
+        tm.keys("TAB")  # diffill-accept-key
+        wait_for(lambda: any(e["event"] == "accepted" for e in events(out)), 10,
+                 what=f"TAB to accept; screen:\n{tm.screen()}")
+        tm.keys("C-x", "C-s")
+        wait_for(lambda: any(e["event"] == "saved" for e in events(out)), 10, what=f"the save; screen:\n{tm.screen()}")
+        tm.keys("C-x", "C-c")
+        tm.wait_exit(10)
+    finally:
+        tm.close()
+    diag = f"events={events(out)}\nlsp log: {LspLog(log).methods()}"
+    proposals = LspLog(log).proposals("textDocument/inlineCompletion")
+    assert proposals, diag
+    p = proposals[-1]
+    assert p.document == prompt + "\n", diag
+    accepted = next(e for e in events(out) if e["event"] == "accepted")
+    assert accepted["text"] == p.text
+    # the overlay showed the proposal (lsp-mode puts the character before point into `display`)
+    assert (shown["display"] + shown["after-string"]).endswith(p.text), (shown, p.text)
+    first_line = p.text.split("\n")[0].strip()
+    if first_line:
+        assert first_line[:20] in screen, f"ghost text not on the screen:\n{screen}"
+    assert path.read_text() == p.applied(), diag
+    check_proposal(direct, p)
+
+
+EGLOT_SCRIPT = r"""
+(require 'json)
+(add-to-list 'load-path (expand-file-name "editors/emacs" (getenv "DIFFILL_ROOT")))
+(require 'diffill)
+(require 'python)
+(setq diffill-server-command (json-parse-string (getenv "DIFFILL_E2E_CMD") :array-type 'list)
+      diffill-settings (json-parse-string (getenv "DIFFILL_E2E_SETTINGS") :object-type 'plist)
+      make-backup-files nil)
+(diffill-eglot-setup)
+(setq eglot-sync-connect t eglot-autoshutdown t)
+(defun out (obj) (princ (concat "E2E " (json-encode obj) "\n")))
+(let ((file (getenv "DIFFILL_E2E_FILE")) (ready (getenv "DIFFILL_E2E_READY")))
+  (with-current-buffer (find-file-noselect file)
+    (python-mode)
+    (call-interactively #'eglot)            ; eglot-ensure only fires from a command loop
+    (let ((server (eglot-current-server)) (deadline (+ (float-time) 120)))
+      (unless server (out '(:error "no server")) (kill-emacs 1))
+      (while (and (not (file-exists-p ready)) (< (float-time) deadline)) (accept-process-output nil 0.1))
+      (out (list :event "ready" :status (diffill-status)))
+      (goto-char (point-max))
+      (skip-chars-backward "\n")
+      (insert (getenv "DIFFILL_E2E_LAST"))   ; type the prompt's last character
+      (eglot--signal-textDocument/didChange)
+      (let ((completion-auto-help nil) (before (buffer-string)))
+        (completion-at-point)
+        (out (list :event "completed" :before before :after (buffer-string))))
+      (save-buffer)
+      (out (list :event "saved"))
+      (eglot-shutdown server))))
+(kill-emacs 0)
+"""
+
+
+def test_emacs_eglot_completion_at_point(tmp_path, direct, prompt):
+    emacs = emacs_bin()
+    path = tmp_path / "example.py"
+    path.write_text(prompt[:-1] + "\n")
+    script = tmp_path / "eglot_e2e.el"
+    script.write_text(EGLOT_SCRIPT)
+    log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
+    env = dict(os.environ, DIFFILL_ROOT=str(ROOT), DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+               DIFFILL_E2E_SETTINGS=json.dumps(server_settings()), DIFFILL_E2E_FILE=str(path),
+               DIFFILL_E2E_READY=str(ready), DIFFILL_E2E_LAST=prompt[-1], HOME=str(tmp_path))
+    proc = subprocess.run([emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=240)
+    lines = [json.loads(x[4:]) for x in proc.stdout.splitlines() if x.startswith("E2E ")]
+    diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-3000:]}\nlsp: {LspLog(log).methods()}"
+    assert proc.returncode == 0, diag
+    completed = next(e for e in lines if e.get("event") == "completed")
+    proposals = LspLog(log).proposals("textDocument/completion")
+    assert proposals, diag
+    p = proposals[-1]
+    assert p.document == prompt + "\n", diag
+    assert completed["before"] == prompt + "\n"
+    assert completed["after"] == p.applied(), (completed, p)
+    assert path.read_text() == p.applied()
+    check_proposal(direct, p)

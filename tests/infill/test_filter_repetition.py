@@ -1,0 +1,41 @@
+import pytest
+
+from diffill.infill.filters.repetition import drop_repetition
+
+LUA_NEST = "if a then\n  if b then\n    if c then\n      x()\n<CURSOR>\n"
+
+# (language, document with cursor, raw model output, expected text, expected replaced text)
+CASES = [
+    # the same line three or more times: keep the first copy
+    ("python", "x = 1\n<CURSOR>\n", "y = 2\ny = 2\ny = 2\ny = 2", "y = 2", ""),
+    ("javascript", "const a = 1;\n<CURSOR>\n", "const b = 2;\nconst b = 2;\nconst b = 2;", "const b = 2;", ""),
+    ("python", "x = 1\n<CURSOR>\n", "a = 0\ny = 2\ny = 2\ny = 2", "a = 0\ny = 2", ""),
+    # a group of lines repeated three times
+    ("python", "def f():\n    <CURSOR>\n", "a()\n    b()\n    a()\n    b()\n    a()\n    b()", "a()\n    b()", ""),
+    # twice is not degenerate
+    ("python", "def f():\n    <CURSOR>\n", "a()\n    a()", "a()\n    a()", ""),
+    # short token groups repeated on a line
+    ("python", "x = <CURSOR>\n", "foo foo foo foo", "foo", ""),
+    ("python", "x = <CURSOR>\n", "self.self.self.self.y", "self.", ""),
+    ("go", "package main\n\nfunc f() {\n\tx := <CURSOR>\n}\n", "a + a + a + a", "a +", ""),
+    ("python", "x = <CURSOR>\n", "return return return", "return", ""),
+    # legitimate repeats: numbers, closing brackets, `end` closing nested blocks, `}` lines
+    ("python", "x = [<CURSOR>]\n", "0, 0, 0, 0", "0, 0, 0, 0", ""),
+    ("python", "print(f(g(<CURSOR>\n", "x)))", "x)))", ""),
+    ("lua", LUA_NEST, "    end\n  end\nend", "    end\n  end\nend", ""),
+    ("javascript", "if (a) {\n  if (b) {\n    x();\n  }\n<CURSOR>", "}", "}", ""),
+    # a completion copying the line above the cursor
+    ("python", "x = compute(a, b)\n<CURSOR>\n", "x = compute(a, b)", "", ""),
+    ("python", "def f():\n    x = compute(a, b)\n    <CURSOR>\n", "x = compute(a, b)\n    return x", "", ""),
+    ("python", "total += price\ntotal <CURSOR>\n", "+= price", "", ""),
+    ("python", "print(value)\nprint(<CURSOR>)\n", "value", "", ""),  # with the suffix on the line
+    ("javascript", "  counter++;\n  <CURSOR>\n", "counter++;", "", ""),
+    ("python", "x = compute(a, b)\n<CURSOR>\n", "y = compute(a, b)", "y = compute(a, b)", ""),
+]
+
+
+@pytest.mark.parametrize(("language", "src", "raw", "expected", "expected_replaced"), CASES)
+def test_repetition_golden(candidate, language, src, raw, expected, expected_replaced):
+    out = drop_repetition(candidate(language, src, raw))
+    assert out.text == expected
+    assert out.doc_text[out.offset : out.replace_end] == expected_replaced

@@ -1,0 +1,60 @@
+import pytest
+
+from diffill.infill.filters.syntax_guard import syntax_guard
+
+# (language, document with cursor, completion, expected text, expected replaced text)
+CASES = [
+    # valid completions pass untouched
+    ("python", "x = <CURSOR>\n", "foo(1)", "foo(1)", ""),
+    (
+        "python",
+        "def f(x):\n    <CURSOR>\n",
+        "if x:\n        return 1\n    return 2",
+        "if x:\n        return 1\n    return 2",
+        "",
+    ),
+    ("go", "package main\n\nfunc f() int {\n\t<CURSOR>\n}\n", "return 1", "return 1", ""),
+    # cut at a line end, longest first
+    ("python", "def f(x):\n    <CURSOR>\n", "y = x + 1\n    z = 2\n    return (y", "y = x + 1\n    z = 2", ""),
+    ("javascript", "function f(x) {\n  <CURSOR>\n}\n", "const y = x;\n  return y +;", "const y = x;", ""),
+    # cut at a token boundary when no whole line is valid
+    ("python", "print(<CURSOR>)\n", "a, b +", "a, b", ""),
+    ("python", "y = 1\nprint(<CURSOR>)\n", "foo(1)) + [", "foo(1)", ""),
+    ("go", "package main\n\nfunc f() int {\n\t<CURSOR>\n}\n", "return 1 +", "return 1", ""),
+    ("javascript", "function f(x) {\n  <CURSOR>\n}\n", "const y = x +;\n  return y;", "const y = x", ""),
+    # nothing valid: no suggestion
+    ("python", "x = 1\n<CURSOR>\n", ")))", "", ""),
+    # a Python block the completion opens but leaves empty (tree-sitter accepts it, Python does not)
+    ("python", "def f():\n    <CURSOR>\n", "if a:\n    b()", "", ""),
+    ("python", "def f():\n    <CURSOR>\n", "x = 1\n    if a:", "x = 1", ""),
+    # unfinished construct: a line completion that adds no error is fine
+    ("python", "x = foo(<CURSOR>\n", "a, b", "a, b", ""),
+    ("javascript", "const x = [<CURSOR>\n", "1, 2", "1, 2", ""),
+    ("python", "if a<CURSOR>\n", ":", ":", ""),
+    # the span's trail survives shortening
+    ("javascript", "function f() {<CURSOR>}\n", "\n    return 1 +\n", "\n    return 1\n", ""),
+    # plain text passes through
+    (None, "hello <CURSOR>", "))) ((", "))) ((", ""),
+]
+
+
+@pytest.mark.parametrize(("language", "src", "raw", "expected", "expected_replaced"), CASES)
+def test_syntax_guard_golden(candidate, language, src, raw, expected, expected_replaced):
+    out = syntax_guard(candidate(language, src, raw))
+    assert out.text == expected
+    assert out.doc_text[out.offset : out.replace_end] == expected_replaced
+
+
+def test_valid_replacement_keeps_its_range(candidate):
+    c = candidate("python", "print(<CURSOR>)\n", '"hi")')
+    c = c.with_text(c.text, replace_end=c.offset + 1)
+    out = syntax_guard(c)
+    assert (out.text, out.replace_end - out.offset) == ('"hi")', 1)
+
+
+def test_shortened_replacement_falls_back_to_insertion(candidate):
+    c = candidate("python", "print(<CURSOR>)\n", '"hi" + (')
+    c = c.with_text(c.text + ")", replace_end=c.offset + 1)  # '"hi" + ()' replacing ")" leaves print( open
+    out = syntax_guard(c)
+    assert out.edited_text() == 'print("hi")\n'
+    assert out.replace_end == out.offset

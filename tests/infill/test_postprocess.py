@@ -1,0 +1,60 @@
+import pytest
+
+from diffill.infill.filters.indentation import normalize_indentation
+from diffill.infill.filters.repetition import drop_repetition
+from diffill.infill.filters.stop_at_span import stop_at_span
+from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
+from diffill.infill.filters.syntax_guard import syntax_guard
+from diffill.infill.postprocess import FILTERS, complete, to_edit
+
+GO_FUNC = "package main\n\nfunc f(x int) int {\n\t<CURSOR>\n}\n"
+
+# (language, document with cursor, raw model output, expected inserted text, expected replaced text)
+CASES = [
+    ("python", "print(<CURSOR>)\n", '"hi")\nprint(2)\n', '"hi")', ")"),
+    (
+        "python",
+        "def f(x):\n<CURSOR>\n",
+        "    if x:\n        return 1\n    return 2\n\ndef g():\n    pass",
+        "    if x:\n        return 1\n    return 2",
+        "",
+    ),
+    ("python", "def f(x):\n    <CURSOR>\n    return x\n", "y = x + 1\n    return x\n", "y = x + 1", ""),
+    ("python", "x = 1\n<CURSOR>\n", "y = 2\ny = 2\ny = 2", "y = 2", ""),
+    ("python", "x = 1\n<CURSOR>\n", "y = (\nz = 3", "y", ""),
+    ("python", "s = 'é'\r\ndef f():\r\n<CURSOR>\r\n", "return 'ü'\nx", "    return 'ü'", ""),
+    ("javascript", "function f(x) {<CURSOR>}\n", "\n  return x;\n}\n\nfunction g() {}", "\n    return x;\n", ""),
+    ("javascript", "const total = items.reduce(<CURSOR>);\n", "(a, b) => a + b, 0);", "(a, b) => a + b, 0);", ");"),
+    ("go", GO_FUNC, "if x > 0 {\n\t\treturn 1\n\t}\n\treturn 0\n}\n", "if x > 0 {\n\t\treturn 1\n\t}\n\treturn 0", ""),
+    ("go", GO_FUNC, "return x +\n}", "return x", ""),
+    ("lua", "function f(x)\n  <CURSOR>\nend\n", "return x + 1\nend\nprint(f(1))", "return x + 1", ""),
+    (None, "Dear <CURSOR>", "Sir,\nthanks", "Sir,", ""),
+    # nothing left to suggest
+    ("python", "print(<CURSOR>)\n", ")", "", ""),
+    ("python", "x = compute(a)\n<CURSOR>\n", "x = compute(a)\nx = compute(a)", "", ""),
+]
+
+
+@pytest.mark.parametrize(("language", "src", "raw", "expected", "expected_replaced"), CASES)
+def test_postprocess_golden(cursor_doc, language, src, raw, expected, expected_replaced):
+    doc, offset = cursor_doc(language, src)
+    text = doc.text
+    out = complete(doc, offset, raw)
+    assert out.text == expected
+    assert text[out.offset : out.replace_end] == expected_replaced
+    edit = to_edit(out)
+    if expected:
+        assert edit == (offset, offset + len(expected_replaced), expected)
+    else:
+        assert edit is None and out.replace_end == out.offset
+
+
+def test_filter_order():
+    assert FILTERS == (stop_at_span, drop_repetition, normalize_indentation, drop_suffix_overlap, syntax_guard)
+
+
+def test_edit_converts_to_lsp_range(cursor_doc):
+    doc, offset = cursor_doc("python", "s = '😀'; print(<CURSOR>)\n")
+    start, end, new_text = to_edit(complete(doc, offset, "s)"))
+    assert (doc.position_at(start), doc.position_at(end), new_text) == ((0, 16), (0, 17), "s)")
+    assert (doc.position_at(start, "utf-8"), doc.position_at(end, "utf-8")) == ((0, 18), (0, 19))

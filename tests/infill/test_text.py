@@ -1,0 +1,53 @@
+import pytest
+
+from diffill.infill.text import (
+    detect_indent_unit,
+    dominant_eol,
+    indent_width,
+    line_bounds,
+    line_starts,
+    render_indent,
+    split_lines,
+    split_lines_keepends,
+)
+
+
+def test_lsp_line_splitting_ignores_other_separators():
+    text = "a\x0cb\u2028c\r\nd\re\n"
+    assert split_lines(text) == ["a\x0cb\u2028c", "d", "e", ""]
+    assert split_lines_keepends(text) == ["a\x0cb\u2028c\r\n", "d\r", "e\n"]
+    assert "".join(split_lines_keepends("x\ny")) == "x\ny"
+    assert line_starts(text) == [0, 7, 9, 11]
+
+
+@pytest.mark.parametrize(
+    ("offset", "bounds"),
+    [(0, (0, 2)), (2, (0, 2)), (3, (0, 2)), (4, (4, 6)), (7, (7, 8)), (9, (9, 9))],
+)
+def test_line_bounds(offset, bounds):
+    assert line_bounds("ab\r\ncd\rx\n", offset) == bounds  # offset 3 sits inside the CRLF
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("def f():\n    return 1\n", "    "),
+        ("def f():\n  if x:\n    return 1\n", "  "),
+        ("func f() {\n\treturn 1\n}\n", "\t"),
+        # one step of 8, one of 4: a tie goes to the smaller
+        ("class A:\n        def f(self):\n            pass\n", "    "),
+        ("x = 1\n", "    "),
+        ("f() {\n\t\n}\n", "\t"),  # an editor-indented empty line still shows tabs
+    ],
+)
+def test_detect_indent_unit(text, unit):
+    assert detect_indent_unit(text) == unit
+
+
+def test_indent_helpers():
+    assert indent_width("\t  ") == 6
+    assert indent_width("  \t") == 4
+    assert render_indent(6, "\t") == "\t  "
+    assert render_indent(6, "  ") == "      "
+    assert dominant_eol("a\r\nb\r\nc\n") == "\r\n"
+    assert dominant_eol("abc") == "\n"

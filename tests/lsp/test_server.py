@@ -1,0 +1,226 @@
+"""End-to-end: `diffill serve` over stdio, driven by pytest-lsp as an editor would, with the embedded model."""
+
+import asyncio
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SERVER = [sys.executable, "-m", "diffill.lsp.cli", "serve"]
+
+PY_PROMPTS = [
+    "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.",
+    "import numpy as ",
+    "def add(a, b):\n    return ",
+    "for i in range(",
+]
+
+
+def capabilities(encodings=None) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=encodings) if encodings else None,
+        window=types.WindowClientCapabilities(work_done_progress=True),
+        text_document=types.TextDocumentClientCapabilities(
+            inline_completion=types.InlineCompletionClientCapabilities(),
+            completion=types.CompletionClientCapabilities(),
+        ),
+    )
+
+
+async def wait_ready(client: LanguageClient, timeout: float = 60.0) -> dict:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        status = await client.protocol.send_request_async("diffill/status", None)
+        if status["ready"] or status["model"] == "failed" or loop.time() > deadline:
+            return status
+        await asyncio.sleep(0.1)
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER))
+async def client(lsp_client: LanguageClient):
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=capabilities(), initialization_options={"steps": 6})
+    )
+    lsp_client.init_result = result
+    status = await wait_ready(lsp_client)
+    assert status["ready"], status
+    yield
+    await lsp_client.shutdown_session()
+
+
+_counter = [0]
+
+
+def open_doc(client: LanguageClient, text: str, language: str = "python", suffix: str = "py") -> str:
+    _counter[0] += 1
+    uri = f"file:///tmp/diffill-test/doc{_counter[0]}.{suffix}"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text))
+    )
+    return uri
+
+
+def end_position(text: str) -> types.Position:
+    lines = text.split("\n")
+    return types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+
+
+async def inline(client: LanguageClient, uri: str, pos: types.Position):
+    return await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            position=pos,
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+        )
+    )
+
+
+async def first_suggestion(client: LanguageClient):
+    """(uri, text, item) for the first prompt that gets a non-empty suggestion."""
+    for text in PY_PROMPTS:
+        uri = open_doc(client, text)
+        res = await inline(client, uri, end_position(text))
+        if res.items and res.items[0].insert_text:
+            return uri, text, res.items[0]
+    pytest.fail("no prompt got a suggestion from the embedded model")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_capabilities(client: LanguageClient):
+    caps = client.init_result.capabilities
+    assert caps.inline_completion_provider is not None
+    assert caps.completion_provider is not None
+    sync = caps.text_document_sync
+    assert (sync.change if hasattr(sync, "change") else sync) == types.TextDocumentSyncKind.Incremental
+    assert caps.position_encoding == types.PositionEncodingKind.Utf16
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_inline_completion_returns_an_edit(client: LanguageClient):
+    uri, text, item = await first_suggestion(client)
+    pos = end_position(text)
+    assert item.range.start == pos  # the edit starts at the cursor
+    assert item.range.end.line == pos.line
+    assert "\n" not in item.insert_text or text.rstrip().endswith(":")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_fallback_carries_text_edit(client: LanguageClient):
+    uri, text, item = await first_suggestion(client)
+    res = await client.text_document_completion_async(
+        types.CompletionParams(text_document=types.TextDocumentIdentifier(uri), position=end_position(text))
+    )
+    assert res.items, "completion fallback gave nothing where inline completion did"
+    edit = res.items[0].text_edit
+    assert edit.new_text == item.insert_text
+    assert edit.range == item.range
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_typed_ahead_is_served_from_cache(client: LanguageClient):
+    uri, text, item = await first_suggestion(client)
+    before = await client.protocol.send_request_async("diffill/status", None)
+    typed = item.insert_text[0]
+    pos = end_position(text)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=typed)],
+        )
+    )
+    res = await inline(client, uri, end_position(text + typed))
+    after = await client.protocol.send_request_async("diffill/status", None)
+    assert res.items[0].insert_text == item.insert_text[1:]
+    assert after["stats"]["cache_hits"] == before["stats"]["cache_hits"] + 1
+    assert after["stats"]["model_calls"] == before["stats"]["model_calls"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_edit_during_generation_gives_empty_answer(client: LanguageClient):
+    text = PY_PROMPTS[0]
+    uri = open_doc(client, text)
+    pos = end_position(text)
+    task = asyncio.ensure_future(inline(client, uri, pos))
+    await asyncio.sleep(0)  # the request is on its way
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text="x")],
+        )
+    )
+    res = await task
+    assert res.items == []
+    status = await client.protocol.send_request_async("diffill/status", None)
+    assert status["stats"]["cancelled"] + status["stats"]["stale"] >= 1
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_cancel_request_and_server_keeps_answering(client: LanguageClient):
+    text = PY_PROMPTS[1]
+    uri = open_doc(client, text)
+    params = types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        position=end_position(text),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+    )
+    fut = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id="cancel-me")
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="cancel-me"))
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wrap_future(fut)
+    res = await inline(client, uri, end_position(text))
+    assert isinstance(res.items, list)
+    status = await client.protocol.send_request_async("diffill/status", None)
+    assert status["in_flight"] == 0
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_settings_change_valid_and_invalid(client: LanguageClient):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"diffill": {"steps": 4}}))
+    status = await client.protocol.send_request_async("diffill/status", None)
+    assert status["settings"]["steps"] == 4
+    n_messages = len(client.messages)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"diffill": {"steps": "many", "colour": 1}})
+    )
+    status = await client.protocol.send_request_async("diffill/status", None)
+    assert status["settings"]["steps"] == 4  # previous settings stay
+    for _ in range(50):
+        if len(client.messages) > n_messages:
+            break
+        await asyncio.sleep(0.05)
+    msg = client.messages[-1].message
+    assert "steps" in msg and "colour" in msg and client.messages[-1].type == types.MessageType.Error
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_unknown_document_gets_empty_result(client: LanguageClient):
+    res = await inline(client, "file:///nowhere/never-opened.py", types.Position(0, 0))
+    assert res.items == []
+
+
+LANG_SNIPPETS = {
+    "python": ("py", "def greet(name):\n    return "),
+    "javascript": ("js", "function greet(name) {\n  return "),
+    "typescript": ("ts", "function greet(name: string): string {\n  return "),
+    "typescriptreact": ("tsx", "export const App = () => {\n  return "),
+    "go": ("go", "package main\n\nfunc greet(name string) string {\n\treturn "),
+    "rust": ("rs", "fn greet(name: &str) -> String {\n    format!("),
+    "c": ("c", "#include <stdio.h>\n\nint main(void) {\n    printf("),
+    "cpp": ("cpp", "#include <string>\n\nstd::string greet(const std::string& name) {\n    return "),
+    "java": ("java", "class A {\n    String greet(String name) {\n        return "),
+    "lua": ("lua", "local function greet(name)\n  return "),
+}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("language", list(LANG_SNIPPETS))
+async def test_every_language(client: LanguageClient, language: str):
+    suffix, text = LANG_SNIPPETS[language]
+    uri = open_doc(client, text, language, suffix)
+    res = await inline(client, uri, end_position(text))
+    for item in res.items:
+        assert item.range.start == end_position(text)

@@ -1,0 +1,73 @@
+"""Unit tests of the server's small parts: settings validation, typed-ahead cache, cancel tokens."""
+
+import pytest
+
+from diffill.lsp.cache import TypedAheadCache
+from diffill.lsp.scheduler import Scheduler
+from diffill.lsp.settings import Settings, SettingsError, parse_settings
+
+
+def test_settings_defaults_and_camel_case():
+    s = parse_settings({"steps": 4, "canvasLength": 16})
+    assert s.steps == 4 and s.canvas_length == 16
+    assert parse_settings(None) == Settings()
+    assert parse_settings({"diffill": {"languages": ["python", "go"]}}).languages == ("python", "go")
+
+
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ({"steps": 0}, "steps"),
+        ({"steps": "8"}, "steps"),
+        ({"steps": True}, "steps"),
+        ({"device": "tpu"}, "device"),
+        ({"quantization": "int3"}, "quantization"),
+        ({"languages": ["cobol"]}, "cobol"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"wat": 1}, "wat: unknown setting"),
+        ([1, 2], "must be an object"),
+    ],
+)
+def test_invalid_settings_are_named(raw, fragment):
+    with pytest.raises(SettingsError, match=fragment):
+        parse_settings(raw)
+
+
+def test_invalid_settings_keep_nothing_partial():
+    base = parse_settings({"steps": 6})
+    with pytest.raises(SettingsError):
+        parse_settings({"steps": 3, "device": "tpu"}, base)
+    assert base.steps == 6
+
+
+def test_typed_ahead_cache():
+    c = TypedAheadCache()
+    text = "x = foo(\ny"
+    c.remember("u", text, 8, "a, b)", 8)
+    assert c.lookup("u", "x = foo(a\ny", 9) == (", b)", 9)
+    assert c.lookup("u", "x = foo(a, \ny", 11) == ("b)", 11)
+    assert c.lookup("u", "x = foo(z\ny", 9) is None  # typed something else
+    assert c.lookup("u", "x = foo(a\nZ", 9) is None  # text after the cursor changed
+    assert c.lookup("u", "x = foo(a, b)\ny", 13) is None  # typed it all: nothing left
+    assert c.lookup("other", "x = foo(a\ny", 9) is None
+    c.forget("u")
+    assert c.lookup("u", "x = foo(a\ny", 9) is None
+
+
+def test_typed_ahead_cache_with_replaced_tail():
+    c = TypedAheadCache()
+    c.remember("u", "print()\n", 6, '"hi")', 7)  # replaces the ")" after the cursor
+    assert c.lookup("u", 'print(")\n', 7) == ('hi")', 8)
+
+
+def test_scheduler_cancels_older_generation():
+    s = Scheduler()
+    a = s.start("doc")
+    b = s.start("doc")
+    assert a.cancelled and not b.cancelled
+    s.cancel("doc")
+    assert b.cancelled
+    c = s.start("doc")
+    s.finish("doc", c)
+    assert s.in_flight() == 0 and not c.cancelled
+    s.shutdown()
