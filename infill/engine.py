@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_prompt
+from diffill.model.prompt_cache import PromptCache
 from diffill.model.tokenizer import CodeTokenizer
 
 from .document import SyntaxDocument
@@ -61,6 +62,7 @@ class CompletionEngine:
         self.model = model
         self.tokenizer = tokenizer
         self.options = options or EngineOptions()
+        self.prompt_cache = PromptCache(model.net.new_cache)
 
     def prompt_for(self, text: str, offset: int, suffix_start: int) -> list[int]:
         o = self.options
@@ -70,8 +72,11 @@ class CompletionEngine:
             self.tokenizer.encode(prefix), self.tokenizer.encode(suffix), o.max_prompt_tokens, o.max_suffix_tokens
         )
 
-    def complete(self, doc: SyntaxDocument, offset: int, cancel: Callable[[], bool] | None = None) -> Completion | None:
-        """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so."""
+    def complete(
+        self, doc: SyntaxDocument, offset: int, cancel: Callable[[], bool] | None = None, key: str | None = None
+    ) -> Completion | None:
+        """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so.
+        `key` (the document URI) selects the encoder cache reused across keystrokes."""
         t0 = time.perf_counter()
         text = doc.text
         offset = max(0, min(offset, len(text)))
@@ -82,14 +87,16 @@ class CompletionEngine:
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length
         canvases = 1 if span.kind == "line" else 2
-        ids = self.model.generate(
-            prompt,
-            max_new_tokens=canvas * canvases,
-            seed=self.options.seed,
-            steps=self.options.steps,
-            canvas_length=canvas,
-            cancel=cancel,
-        )
+        with self.prompt_cache.use(key or "", prompt) as cache:
+            ids = self.model.generate(
+                prompt,
+                max_new_tokens=canvas * canvases,
+                seed=self.options.seed,
+                steps=self.options.steps,
+                canvas_length=canvas,
+                cancel=cancel,
+                cache=cache,
+            )
         t2 = time.perf_counter()
         raw = self.tokenizer.decode(ids)
         # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line

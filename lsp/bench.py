@@ -51,7 +51,7 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
     )
     client.initialized(types.InitializedParams())
     t_load = time.perf_counter()
-    while not (await client.protocol.send_request_async("diffill/status", None))["ready"]:
+    while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
         if time.perf_counter() - t_load > 120:
             raise RuntimeError("model did not load")
         await asyncio.sleep(0.05)

@@ -186,6 +186,8 @@ class DiffillServer(LanguageServer):
         self.scheduler.cancel(uri)
         self.docs.pop(uri, None)
         self.cache.forget(uri)
+        if self.engine is not None:
+            self.engine.prompt_cache.forget(uri)  # the model thread only reads entries by key
 
     # ----- completion -----
     async def complete(self, uri: str, position: types.Position) -> tuple[DocState, Completion] | None:
@@ -216,12 +218,15 @@ class DiffillServer(LanguageServer):
         try:
             self.stats["model_calls"] += 1
             result = await loop.run_in_executor(
-                self.scheduler.executor, lambda: engine.complete(state.doc, offset, cancel=token)
+                self.scheduler.executor, lambda: engine.complete(state.doc, offset, cancel=token, key=uri)
             )
-        except (asyncio.CancelledError, Cancelled):
+        except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
             token.cancel()
             self.stats["cancelled"] += 1
-            raise asyncio.CancelledError() from None
+            raise
+        except Cancelled:  # superseded by an edit or a newer request: an empty answer at once
+            self.stats["cancelled"] += 1
+            return None
         except Exception:
             self.stats["errors"] += 1
             log.exception("completion failed for %s", uri)

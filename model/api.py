@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
@@ -72,12 +73,22 @@ class DiffusionModel:
         cancel: Callable[[], bool] | None = None,
         on_draft: Callable[[torch.Tensor, int], None] | None = None,
         trim: bool = True,
+        cache: KVCache | None = None,
         **sampler_overrides,
     ) -> list[int]:
         """New token ids for `prompt_ids`. With `trim` (default) the first EOS and what follows are dropped;
         without it, whole canvases come back as the reference emits them (EOS kept, then pad)."""
         out = self.generate_full(
-            prompt_ids, max_new_tokens, seed, steps, canvas_length, pinned, cancel, on_draft, **sampler_overrides
+            prompt_ids,
+            max_new_tokens,
+            seed,
+            steps,
+            canvas_length,
+            pinned,
+            cancel,
+            on_draft,
+            cache,
+            **sampler_overrides,
         )
         if trim:
             return trim_after_eos(out.tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
@@ -94,8 +105,11 @@ class DiffusionModel:
         pinned: dict[int, int] | None = None,
         cancel: Callable[[], bool] | None = None,
         on_draft: Callable[[torch.Tensor, int], None] | None = None,
+        cache: KVCache | None = None,
         **sampler_overrides,
     ) -> GenerationOutput:
+        """`cache` may hold the keys/values of a prefix of `prompt_ids` (see PromptCache): only the rest is
+        encoded. It is left holding the prompt plus any committed canvases."""
         cfg = self.sampler.with_overrides(max_denoising_steps=steps, **sampler_overrides)
         for key in ("stability_threshold", "confidence_threshold", "t_min", "t_max"):
             if key in sampler_overrides and sampler_overrides[key] is None:
@@ -110,6 +124,7 @@ class DiffusionModel:
             pinned=pinned,
             cancel=cancel,
             on_draft=on_draft,
+            cache=cache,
         )
 
     @torch.inference_mode()

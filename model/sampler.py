@@ -185,6 +185,9 @@ def generate(
     generator.manual_seed(seed if seed is not None else torch.seed())
     ids = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
     cache = cache if cache is not None else model.new_cache()
+    # A reused cache may already hold a prefix of this prompt (typing appends to it): encode only the rest.
+    if cache.length > ids.shape[1]:
+        cache.truncate(ids.shape[1])
     eos = torch.tensor(cfg.eos_token_ids, device=device) if cfg.eos_token_ids else None
     pin_mask = pin_ids = None
     if pinned:
@@ -192,9 +195,11 @@ def generate(
         pin_ids = torch.zeros(1, c, dtype=torch.long, device=device)
         for off, tok in pinned.items():
             pin_mask[0, off], pin_ids[0, off] = True, tok
+    if cancel is not None and cancel():  # stale before it started: skip even the prefill
+        raise Cancelled()
     new: list[int] = []
     steps = 0
-    to_encode = ids
+    to_encode = ids[:, cache.length :]
     n_canvases = max(1, math.ceil(max_new_tokens / c))
     for b in range(n_canvases):
         if to_encode.shape[1]:

@@ -37,4 +37,5 @@ def prompt(direct) -> str:
         tried.append((p, text))
         if text.strip():
             return p
-    pytest.fail(f"the model proposed nothing for any prompt: {tried}")
+    status = direct.request("diffill/status", {})
+    pytest.fail(f"the model proposed nothing for any prompt: {tried}; server status: {status}")

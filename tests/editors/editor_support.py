@@ -56,7 +56,9 @@ def require_model() -> None:
     except Exception as exc:  # pragma: no cover
         pytest.skip(f"diffill is not importable: {exc}")
     if not runtime.embedded_available():
-        pytest.skip(f"the embedded model is not in {runtime.EMBEDDED_DIR} (set DIFFILL_E2E_MODEL=folder to use another)")
+        pytest.skip(
+            f"the embedded model is not in {runtime.EMBEDDED_DIR} (set DIFFILL_E2E_MODEL=folder to use another)"
+        )
 
 
 def diffill_command() -> list[str]:
@@ -172,8 +174,11 @@ class LspLog:
                 elif m == "textDocument/didChange":
                     uri = p["textDocument"]["uri"]
                     for ch in p["contentChanges"]:
-                        docs[uri] = apply_edit(docs.get(uri, ""), ch.get("range"), ch["text"], encoding, 0) \
-                            if ch.get("range") else ch["text"]
+                        docs[uri] = (
+                            apply_edit(docs.get(uri, ""), ch.get("range"), ch["text"], encoding, 0)
+                            if ch.get("range")
+                            else ch["text"]
+                        )
                 elif m in ("textDocument/inlineCompletion", "textDocument/completion") and "id" in msg:
                     uri = p["textDocument"]["uri"]
                     pending[msg["id"]] = (m, uri, p["position"], docs.get(uri, ""))
@@ -214,16 +219,26 @@ class DirectClient:
     """A minimal synchronous LSP client over stdio (what an editor does, without the editor)."""
 
     def __init__(self, settings: dict | None = None):
-        self.proc = subprocess.Popen(diffill_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            diffill_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self._id = 0
         self._answers: dict = {}
         self._cv = threading.Condition()
         threading.Thread(target=self._reader, daemon=True).start()
-        caps = {"general": {"positionEncodings": ["utf-16"]},
-                "textDocument": {"inlineCompletion": {}, "completion": {"completionItem": {}}}}
-        self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps,
-                                    "initializationOptions": settings or server_settings()})
+        caps = {
+            "general": {"positionEncodings": ["utf-16"]},
+            "textDocument": {"inlineCompletion": {}, "completion": {"completionItem": {}}},
+        }
+        self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": None,
+                "capabilities": caps,
+                "initializationOptions": settings or server_settings(),
+            },
+        )
         self.notify("initialized", {})
         self._n = 0
 
@@ -266,13 +281,20 @@ class DirectClient:
 
         return wait_for(ready, timeout, 0.2, "the model")
 
-    def complete(self, text: str, line: int, character: int, language: str = "python",
-                 method: str = "textDocument/inlineCompletion") -> tuple[str, dict | None]:
+    def complete(
+        self,
+        text: str,
+        line: int,
+        character: int,
+        language: str = "python",
+        method: str = "textDocument/inlineCompletion",
+    ) -> tuple[str, dict | None]:
         """(proposed text, range) for `text` at (line, character) in a fresh document."""
         self._n += 1
         uri = f"file:///diffill-e2e/direct{self._n}.py"
-        self.notify("textDocument/didOpen",
-                    {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}})
+        self.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+        )
         params = {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
         if method == "textDocument/inlineCompletion":
             params["context"] = {"triggerKind": 1}
@@ -303,9 +325,18 @@ def end_position(text: str) -> tuple[int, int]:
     return len(lines) - 1, len(lines[-1])
 
 
+def proposal_for(log: LspLog, method: str, document: str) -> Proposal:
+    """The last non-empty proposal the server made for `document` (editors ask again after accepting; those
+    later answers are for the new text)."""
+    found = [p for p in log.proposals(method) if p.document == document]
+    assert found, f"no non-empty {method} answer for {document!r}; all: {log.proposals(method)}"
+    return found[-1]
+
+
 def check_proposal(direct: DirectClient, proposal: Proposal) -> None:
     """The same request on the same document, asked directly, gives the same text (the server is
     deterministic): so what the editor showed and accepted is the server's proposal."""
-    text, rng = direct.complete(proposal.document, proposal.position["line"], proposal.position["character"],
-                                method=proposal.method)
+    text, rng = direct.complete(
+        proposal.document, proposal.position["line"], proposal.position["character"], method=proposal.method
+    )
     assert text == proposal.text, f"direct request proposed {text!r}, the editor got {proposal.text!r}"

@@ -138,11 +138,15 @@ def main() -> int:
     out.join()
     stop.set()
     try:
-        return child.wait(timeout=5)
+        code = child.wait(timeout=5)
     except subprocess.TimeoutExpired:
         child.kill()
-        return 1
+        code = 1
+    log.close()
+    return code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    os._exit(rc)  # not sys.exit: the stdin reader thread may still block in read()

@@ -13,8 +13,17 @@ import time
 from pathlib import Path
 
 import pytest
-from editor_support import (EDITORS_DIR, ROOT, LspLog, check_proposal, require_editor, server_settings,
-                            tap_command, wait_for)
+from editor_support import (
+    EDITORS_DIR,
+    ROOT,
+    LspLog,
+    check_proposal,
+    proposal_for,
+    require_editor,
+    server_settings,
+    tap_command,
+    wait_for,
+)
 from tmux_driver import Tmux
 
 HERE = Path(__file__).parent
@@ -25,7 +34,9 @@ def emacs_bin() -> str:
     out = subprocess.run([emacs, "--version"], capture_output=True, text=True, timeout=30).stdout
     m = re.search(r"GNU Emacs (\d+)", out)
     if not m or int(m[1]) < 29:
-        pytest.skip(f"{emacs} is {out.splitlines()[0] if out else '?'}: needs Emacs >= 29 (`bash editors/install.sh emacs`)")
+        pytest.skip(
+            f"{emacs} is {out.splitlines()[0] if out else '?'}: needs Emacs >= 29 (`bash editors/install.sh emacs`)"
+        )
     return emacs
 
 
@@ -40,15 +51,22 @@ def events(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, direct, prompt):
+def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, request):
     emacs = emacs_bin()
     elisp = lsp_mode_dir()
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt[:-1] + "\n")  # the last character is typed
     log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "events.jsonl"
-    env = {"DIFFILL_ROOT": str(ROOT), "ELISP_DIR": str(elisp), "DIFFILL_E2E_CMD": json.dumps(tap_command(log, ready)),
-           "DIFFILL_E2E_SETTINGS": json.dumps(server_settings()), "DIFFILL_E2E_OUT": str(out),
-           "HOME": str(tmp_path / "home"), "TERM": "xterm-256color"}
+    env = {
+        "DIFFILL_ROOT": str(ROOT),
+        "ELISP_DIR": str(elisp),
+        "DIFFILL_E2E_CMD": json.dumps(tap_command(log, ready)),
+        "DIFFILL_E2E_SETTINGS": json.dumps(server_settings()),
+        "DIFFILL_E2E_OUT": str(out),
+        "HOME": str(tmp_path / "home"),
+        "TERM": "xterm-256color",
+    }
     (tmp_path / "home").mkdir()
     tm = Tmux("emacs", [emacs, "-nw", "-Q", "-l", str(HERE / "emacs_lsp_init.el"), str(path)], tmp_path, env)
     try:
@@ -60,14 +78,20 @@ def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, direct, prompt):
         tm.keys("C-p")
         tm.keys("C-e")
         tm.keys(prompt[-1], literal=True, pause=0)
-        shown = wait_for(lambda: [e for e in events(out) if e["event"] == "shown"], 60,
-                         what=f"the ghost text overlay; screen:\n{tm.screen()}")[-1]
+        shown = wait_for(
+            lambda: [e for e in events(out) if e["event"] == "shown"],
+            60,
+            what=f"the ghost text overlay; screen:\n{tm.screen()}",
+        )[-1]
         assert shown["idle-delay"] == 0.2
         time.sleep(0.3)
         screen = tm.screen()
         tm.keys("TAB")  # diffill-accept-key
-        wait_for(lambda: any(e["event"] == "accepted" for e in events(out)), 10,
-                 what=f"TAB to accept; screen:\n{tm.screen()}")
+        wait_for(
+            lambda: any(e["event"] == "accepted" for e in events(out)),
+            10,
+            what=f"TAB to accept; screen:\n{tm.screen()}",
+        )
         tm.keys("C-x", "C-s")
         wait_for(lambda: any(e["event"] == "saved" for e in events(out)), 10, what=f"the save; screen:\n{tm.screen()}")
         tm.keys("C-x", "C-c")
@@ -75,10 +99,7 @@ def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, direct, prompt):
     finally:
         tm.close()
     diag = f"events={events(out)}\nlsp log: {LspLog(log).methods()}"
-    proposals = LspLog(log).proposals("textDocument/inlineCompletion")
-    assert proposals, diag
-    p = proposals[-1]
-    assert p.document == prompt + "\n", diag
+    p = proposal_for(LspLog(log), "textDocument/inlineCompletion", prompt + "\n")
     accepted = next(e for e in events(out) if e["event"] == "accepted")
     assert accepted["text"] == p.text
     # the overlay showed the proposal (lsp-mode puts the character before point into `display`)
@@ -123,26 +144,32 @@ EGLOT_SCRIPT = r"""
 """
 
 
-def test_emacs_eglot_completion_at_point(tmp_path, direct, prompt):
+def test_emacs_eglot_completion_at_point(tmp_path, request):
     emacs = emacs_bin()
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt[:-1] + "\n")
     script = tmp_path / "eglot_e2e.el"
     script.write_text(EGLOT_SCRIPT)
     log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
-    env = dict(os.environ, DIFFILL_ROOT=str(ROOT), DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-               DIFFILL_E2E_SETTINGS=json.dumps(server_settings()), DIFFILL_E2E_FILE=str(path),
-               DIFFILL_E2E_READY=str(ready), DIFFILL_E2E_LAST=prompt[-1], HOME=str(tmp_path))
-    proc = subprocess.run([emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=240)
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_FILE=str(path),
+        DIFFILL_E2E_READY=str(ready),
+        DIFFILL_E2E_LAST=prompt[-1],
+        HOME=str(tmp_path),
+    )
+    proc = subprocess.run(
+        [emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
     lines = [json.loads(x[4:]) for x in proc.stdout.splitlines() if x.startswith("E2E ")]
     diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-3000:]}\nlsp: {LspLog(log).methods()}"
     assert proc.returncode == 0, diag
     completed = next(e for e in lines if e.get("event") == "completed")
-    proposals = LspLog(log).proposals("textDocument/completion")
-    assert proposals, diag
-    p = proposals[-1]
-    assert p.document == prompt + "\n", diag
+    p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
     assert completed["before"] == prompt + "\n"
     assert completed["after"] == p.applied(), (completed, p)
     assert path.read_text() == p.applied()

@@ -8,7 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from editor_support import ROOT, LspLog, check_proposal, require_editor, server_settings, tap_command
+from editor_support import (
+    ROOT,
+    LspLog,
+    check_proposal,
+    editor_bin,
+    proposal_for,
+    require_editor,
+    server_settings,
+    tap_command,
+)
 
 HERE = Path(__file__).parent
 
@@ -19,34 +28,108 @@ def nvim_version(nvim: str) -> tuple[int, int]:
     return (int(m[1]), int(m[2])) if m else (0, 0)
 
 
-def test_nvim_ghost_text_accepted(tmp_path, direct, prompt):
+def test_nvim_ghost_text_accepted(tmp_path, request):
     nvim = require_editor("nvim", "Neovim")
     if nvim_version(nvim) < (0, 12):
         pytest.skip(f"{nvim} is Neovim {nvim_version(nvim)}: ghost text needs >= 0.12 (`bash editors/install.sh nvim`)")
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt + "\n")
     log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
-    env = dict(os.environ, DIFFILL_ROOT=str(ROOT), DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-               DIFFILL_E2E_SETTINGS=json.dumps(server_settings()), DIFFILL_E2E_READY=str(ready),
-               DIFFILL_E2E_OUT=str(out), XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"))
-    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(HERE / "nvim_init.lua"),
-                           "-S", str(HERE / "nvim_e2e.lua"), str(path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_READY=str(ready),
+        DIFFILL_E2E_OUT=str(out),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    proc = subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "-n",
+            "-i",
+            "NONE",
+            "-u",
+            str(HERE / "nvim_init.lua"),
+            "-S",
+            str(HERE / "nvim_e2e.lua"),
+            str(path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     result = json.loads(out.read_text()) if out.exists() else {}
     diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
     assert result.get("code") == 0, diag
     assert result["inline_enabled"] is True
     assert result["mode"] == "i", diag
     # the server's answer to the inline completion request that Neovim made on InsertEnter
-    proposals = LspLog(log).proposals("textDocument/inlineCompletion")
-    assert proposals, diag
-    p = proposals[-1]
-    assert p.document == prompt + "\n"
+    p = proposal_for(LspLog(log), "textDocument/inlineCompletion", prompt + "\n")
     # ghost text shown = the proposal (what follows the cursor)
-    assert result["ghost"] and p.text.endswith(result["ghost"]) and result["ghost"].split("\n")[-1] == \
-        p.text.split("\n")[-1], diag
+    assert (
+        result["ghost"]
+        and p.text.endswith(result["ghost"])
+        and result["ghost"].split("\n")[-1] == p.text.split("\n")[-1]
+    ), diag
     # accepted with <Tab>: the buffer and the written file are the document with the proposal applied
     assert result["buffer"] + "\n" == p.applied(), diag
     assert path.read_text() == p.applied()
     # and the same request asked directly gives the same proposal (the server is deterministic)
+    check_proposal(direct, p)
+
+
+def test_nvim011_completion_menu_fallback(tmp_path, request):
+    """Neovim 0.11 has no ghost text: the plugin falls back to the LSP completion menu, and picking diffill's
+    item inserts the whole proposal (Neovim itself would insert only its first word)."""
+    nvim = editor_bin("nvim-0.11")
+    if not nvim:
+        pytest.skip("Neovim 0.11 not installed (.editors/bin/nvim-0.11): `bash editors/install.sh nvim`")
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
+    path = tmp_path / "example.py"
+    path.write_text(prompt + "\n")
+    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_READY=str(ready),
+        DIFFILL_E2E_OUT=str(out),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    proc = subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "-n",
+            "-i",
+            "NONE",
+            "-u",
+            str(HERE / "nvim_init.lua"),
+            "-S",
+            str(HERE / "nvim_menu_e2e.lua"),
+            str(path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    result = json.loads(out.read_text()) if out.exists() else {}
+    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
+    assert result.get("code") == 0, diag
+    assert result["uses_inline"] is False
+    p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
+    assert result["menu"] and result["menu"][0] == p.text.split("\n")[0], diag
+    assert result["buffer"] + "\n" == p.applied(), diag
+    assert path.read_text() == p.applied()
     check_proposal(direct, p)

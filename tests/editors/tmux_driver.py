@@ -23,8 +23,13 @@ class Tmux:
         self._run("new-session", "-d", "-s", "e2e", "-x", str(width), "-y", str(height), "-c", str(cwd), line)
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run([self.tmux, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              text=True, check=check, timeout=30)
+        return subprocess.run(
+            [self.tmux, "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=30,
+        )
 
     def keys(self, *keys: str, literal: bool = False, pause: float = 0.15) -> None:
         args = ["send-keys", "-t", "e2e", *(["-l"] if literal else []), *keys]

@@ -8,7 +8,6 @@ import {
   LanguageClientOptions,
   ServerOptions,
   State,
-  TransportKind,
 } from 'vscode-languageclient/node';
 import {
   ClientState,
@@ -69,9 +68,10 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const cfg = config();
   command = serverCommand(cfg);
   const options = toInitializationOptions(cfg);
+  // stdio without `transport: TransportKind.stdio`: with it, vscode-languageclient appends `--stdio` to the args
   const serverOptions: ServerOptions = {
-    run: { command: command.command, args: command.args, transport: TransportKind.stdio },
-    debug: { command: command.command, args: command.args, transport: TransportKind.stdio },
+    run: { command: command.command, args: command.args },
+    debug: { command: command.command, args: command.args },
   };
   const languages = documentLanguageIds(options.languages);
   const clientOptions: LanguageClientOptions = {

@@ -64,6 +64,7 @@ test('activate, status bar, toggle, restart, deactivate', async () => {
   const client = created[0];
   assert.equal(client.serverOptions.run.command, '/venv/bin/diffill');
   assert.deepEqual(client.serverOptions.run.args, ['serve']);
+  assert.equal(client.serverOptions.run.transport, undefined); // else languageclient appends --stdio
   assert.deepEqual(client.clientOptions.initializationOptions,
     { model: '', device: 'cpu', steps: 4, enabled: true, languages: ['python', 'javascript', 'typescript', 'tsx', 'go', 'rust', 'c', 'cpp', 'java', 'lua'] });
   const langs = client.clientOptions.documentSelector.map((s) => s.language);

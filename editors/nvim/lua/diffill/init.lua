@@ -70,13 +70,60 @@ local function map_accept_key(bufnr)
   end, { buffer = bufnr, expr = true, replace_keycodes = false, desc = 'diffill: accept the ghost text' })
 end
 
+--- After a diffill item was picked from the completion menu: Neovim's menu inserts one word of a plain-text
+--- textEdit (up to the first space); replace it with the whole proposal, and the rest of the line that the
+--- item's range covers (the model may rewrite the rest of the line).
+function M.complete_done(bufnr)
+  local done = vim.v.completed_item
+  local lsp_data = done and done.user_data and type(done.user_data) == 'table' and done.user_data.nvim
+    and done.user_data.nvim.lsp
+  local item = lsp_data and lsp_data.completion_item
+  local client = lsp_data and vim.lsp.get_client_by_id(lsp_data.client_id)
+  if not (item and client and client.name == NAME and item.textEdit and item.textEdit.newText) then return end
+  if vim.v.event and vim.v.event.reason and vim.v.event.reason ~= 'accept' then return end
+  local edit = item.textEdit
+  local word = done.word or ''
+  local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+  local line = vim.api.nvim_buf_get_lines(bufnr, row - 1, row, false)[1] or ''
+  local start = col - #word
+  if start < 0 or line:sub(start + 1, col) ~= word then return end
+  local rng = edit.range or edit.replace
+  local suffix = 0
+  if rng and rng['end'].line == rng.start.line and rng['end'].character > rng.start.character then
+    local units = rng['end'].character - rng.start.character
+    local rest = line:sub(col + 1)
+    local enc = client.offset_encoding or 'utf-16'
+    local ok, bytes = pcall(vim.str_byteindex, rest, enc, math.min(units, vim.str_utfindex(rest, enc)), false)
+    suffix = ok and bytes or 0
+  end
+  local new_lines = vim.split(edit.newText, '\n', { plain = true })
+  if #new_lines == 1 and suffix == 0 and new_lines[1] == word then return end
+  vim.api.nvim_buf_set_text(bufnr, row - 1, start, row - 1, col + suffix, new_lines)
+  local last = new_lines[#new_lines]
+  local end_col = (#new_lines == 1) and (start + #last) or #last
+  vim.api.nvim_win_set_cursor(0, { row + #new_lines - 1, end_col })
+end
+
 --- Called when the diffill client attaches to a buffer.
 function M.attach(client, bufnr)
   if M.uses_inline() then
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
     map_accept_key(bufnr)
   elseif vim.lsp.completion and vim.lsp.completion.enable then
-    vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = M.config.autotrigger })
+    vim.lsp.completion.enable(true, client.id, bufnr, {
+      autotrigger = M.config.autotrigger,
+      -- the menu shows (and inserts) the first line; complete_done() then puts in the whole proposal
+      convert = function(item)
+        local edit = item.textEdit
+        if edit and edit.newText then return { word = vim.split(edit.newText, '\n', { plain = true })[1] } end
+        return {}
+      end,
+    })
+    vim.api.nvim_create_autocmd('CompleteDone', {
+      group = vim.api.nvim_create_augroup('diffill_complete_' .. bufnr, { clear = true }),
+      buffer = bufnr,
+      callback = function() M.complete_done(bufnr) end,
+    })
   else
     vim.bo[bufnr].omnifunc = 'v:lua.vim.lsp.omnifunc'
   end

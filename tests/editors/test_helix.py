@@ -1,0 +1,89 @@
+"""Helix (in a terminal, in tmux) with editors/helix/languages.toml: typing the prompt's last character (a
+trigger character) opens the completion popup with diffill's item; C-n + Enter accepts it (its textEdit),
+`:wq` saves. Helix has no inline completion, so this is the textEdit path."""
+
+import json
+import re
+import time
+
+from editor_support import (
+    ROOT,
+    LspLog,
+    check_proposal,
+    proposal_for,
+    require_editor,
+    server_settings,
+    tap_command,
+    wait_for,
+)
+from tmux_driver import Tmux
+
+SNIPPET = ROOT / "editors" / "helix" / "languages.toml"
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    return json.dumps(v)  # strings, numbers and lists of them are valid TOML as JSON
+
+
+def helix_languages(command: list[str], settings: dict) -> str:
+    """editors/helix/languages.toml with the server command and settings of this test."""
+    text = SNIPPET.read_text()
+    text, n1 = re.subn(r'(?m)^command = "diffill"$', f"command = {toml_value(command[0])}", text)
+    text, n2 = re.subn(r'(?m)^args = \["serve"\]$', f"args = {toml_value(command[1:])}", text)
+    text, n3 = re.subn(r"(?m)^config = \{.*\}$", f"config = {toml_value(settings)}", text)
+    assert (n1, n2, n3) == (1, 1, 1), "editors/helix/languages.toml changed shape"
+    return text
+
+
+def test_helix_completion_accepted_and_saved(tmp_path, request):
+    hx = require_editor("hx", "Helix")
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
+    path = tmp_path / "example.py"
+    path.write_text(prompt[:-1] + "\n")
+    log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
+    cfg = tmp_path / "cfg" / "helix"
+    cfg.mkdir(parents=True)
+    (cfg / "languages.toml").write_text(helix_languages(tap_command(log, ready), server_settings()))
+    env = {
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TERM": "xterm-256color",
+        "HOME": str(tmp_path),
+    }
+    tm = Tmux("hx", [hx, "-v", "--log", str(tmp_path / "hx.log"), str(path)], tmp_path, env, width=120, height=20)
+    screen = ""
+    try:
+        wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
+        tm.keys("g", "e")
+        tm.keys("A")
+        tm.keys(prompt[-1], literal=True)  # a trigger character ("(" or " "): Helix asks for completions
+        proposal = wait_for(
+            lambda: [p for p in LspLog(log).proposals("textDocument/completion") if p.document == prompt + "\n"],
+            60,
+            what=f"a completion answer; screen:\n{tm.screen()}",
+        )[-1]
+        label = proposal.text.strip().split("\n")[0][:12]
+
+        def popup():
+            s = tm.screen()
+            return s if label in s else None
+
+        screen = wait_for(popup, 20, what=f"the popup with {label!r}; screen:\n{tm.screen()}")
+        tm.keys("C-n", pause=0.3)  # select diffill's item
+        tm.keys("Enter", pause=0.3)  # accept
+        tm.keys("Escape")
+        tm.keys(":wq", literal=True)
+        tm.keys("Enter")
+        assert tm.wait_exit(15), f"helix did not exit; screen:\n{tm.screen()}"
+    finally:
+        tm.close()
+    time.sleep(0.2)
+    diag = f"screen at popup:\n{screen}\nlsp: {LspLog(log).methods()}"
+    p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
+    assert path.read_text() == p.applied(), diag
+    check_proposal(direct, p)

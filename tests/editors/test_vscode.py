@@ -1,0 +1,173 @@
+"""VS Code (code-server 4.100.3 = VS Code 1.100.3, in headless Chromium driven by playwright-core) with the
+extension from editors/vscode: the ghost text from `diffill serve` is rendered, Tab accepts it, Ctrl+S saves,
+and the status bar item shows the model's latency.
+
+Needs `bash editors/install.sh vscode` (code-server built from npm, chromium from apt, playwright-core, the
+packaged extension); skipped otherwise."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from editor_support import EDITORS_DIR, LspLog, check_proposal, proposal_for, server_settings, tap_command, wait_for
+
+HERE = Path(__file__).parent
+CODE_SERVER = EDITORS_DIR / "code-server"
+VSIX = EDITORS_DIR / "diffill.vsix"
+NODE_MODULES = EDITORS_DIR / "node" / "node_modules"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def requirements() -> tuple[str, str]:
+    hint = "install with `bash editors/install.sh vscode`"
+    node = shutil.which("node")
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    missing = [
+        what
+        for what, ok in [
+            ("node", node),
+            ("chromium", chromium),
+            (f"code-server in {CODE_SERVER}", (CODE_SERVER / "out/node/entry.js").exists()),
+            (f"playwright-core in {NODE_MODULES}", (NODE_MODULES / "playwright-core").exists()),
+            (f"the extension {VSIX}", VSIX.exists()),
+        ]
+        if not ok
+    ]
+    if missing:
+        pytest.skip(f"VS Code e2e needs {', '.join(missing)}: {hint}")
+    return node, chromium
+
+
+def test_vscode_ghost_text_tab_accepts(tmp_path, request):
+    node, chromium = requirements()
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
+    ws = tmp_path / "ws"
+    data = tmp_path / "data"
+    exts = tmp_path / "exts"
+    for d in (ws, data / "User", exts):
+        d.mkdir(parents=True)
+    path = ws / "example.py"
+    before = prompt[:-1] + "\n"
+    path.write_text(before)
+    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
+    cmd = tap_command(log, ready)
+    s = server_settings()
+    settings = {
+        "diffill.server.command": cmd[0],
+        "diffill.server.args": cmd[1:],
+        "diffill.model": s["model"],
+        "diffill.device": s["device"],
+        "diffill.steps": s["steps"],
+        "diffill.threads": s["threads"],
+        "diffill.statusPollSeconds": 1,
+        # ghost text only: no suggest widget competing for Tab
+        "editor.inlineSuggest.enabled": True,
+        "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
+        "editor.suggestOnTriggerCharacters": False,
+        "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "update.mode": "none",
+        "workbench.tips.enabled": False,
+        "chat.disableAIFeatures": True,
+    }
+    (data / "User" / "settings.json").write_text(json.dumps(settings, indent=1))
+    (tmp_path / "config.yaml").write_text("auth: none\ncert: false\n")
+    env = dict(
+        os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_DATA_HOME=str(tmp_path / "xdgd")
+    )
+    cs_args = [
+        node,
+        str(CODE_SERVER / "out/node/entry.js"),
+        "--config",
+        str(tmp_path / "config.yaml"),
+        "--user-data-dir",
+        str(data),
+        "--extensions-dir",
+        str(exts),
+    ]
+    subprocess.run([*cs_args, "--install-extension", str(VSIX)], check=True, env=env, capture_output=True, timeout=120)
+    port = free_port()
+    cs_log = open(tmp_path / "code-server.log", "w")
+    cs = subprocess.Popen(
+        [
+            *cs_args,
+            "--auth",
+            "none",
+            "--bind-addr",
+            f"127.0.0.1:{port}",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            str(ws),
+        ],
+        env=env,
+        stdout=cs_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+
+        def healthy():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        wait_for(healthy, 60, 0.2, "code-server to listen")
+        shots = tmp_path / "shots"
+        shots.mkdir()
+        drv = subprocess.run(
+            [node, str(HERE / "vscode_e2e.js")],
+            env=dict(
+                env,
+                NODE_PATH=str(NODE_MODULES),
+                CS_URL=f"http://127.0.0.1:{port}/?folder={ws}",
+                CS_FILE=str(path),
+                READY=str(ready),
+                LAST_CHAR=prompt[-1],
+                OUT=str(out),
+                SHOTS=str(shots),
+                CHROMIUM=chromium,
+                BEFORE=before,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.killpg(cs.pid, 15)
+        try:
+            cs.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(cs.pid, 9)
+        cs_log.close()
+        time.sleep(0.5)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    diag = (
+        f"driver rc={drv.returncode} result={result}\nstdout={drv.stdout[-2000:]}\nstderr={drv.stderr[-2000:]}\n"
+        f"lsp: {LspLog(log).methods()}\nscreenshots in {tmp_path / 'shots'}"
+    )
+    assert result.get("code") == 0, diag
+    p = proposal_for(LspLog(log), "textDocument/inlineCompletion", prompt + "\n")
+    # the rendered ghost text is the proposal (VS Code renders it in pieces, wrapped; spaces are non-breaking)
+    shown = "".join(result["ghost"]).replace("\u00a0", " ")
+    assert shown.strip() and shown == p.text.replace("\n", ""), (shown, p.text)
+    # Tab accepted it and Ctrl+S saved it: the file is the document with the proposal applied
+    assert result["file"] == p.applied(), diag
+    assert path.read_text() == p.applied()
+    assert "diffill" in result.get("status", ""), diag
+    check_proposal(direct, p)

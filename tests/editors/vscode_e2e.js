@@ -1,0 +1,89 @@
+// Drives VS Code (code-server in headless Chromium, via playwright-core): opens the file, waits for diffill,
+// types the prompt's last character at the end of the prompt, waits for the ghost text, presses Tab, saves.
+// env: CS_URL, CS_FILE, READY (file written by the tap when the model is ready), LAST_CHAR, OUT (JSON result),
+//      SHOTS (folder for screenshots), CHROMIUM (browser binary)
+const { chromium } = require('playwright-core');
+const fs = require('fs');
+const path = require('path');
+
+const env = process.env;
+const result = { steps: [] };
+const step = (s) => { result.steps.push(s); console.log('step:', s); };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(fn, timeoutMs, what) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v) return v;
+    await sleep(200);
+  }
+  throw new Error('timed out waiting for ' + what);
+}
+
+(async () => {
+  const browser = await chromium.launch({ executablePath: env.CHROMIUM || '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  try {
+    await page.goto(env.CS_URL);
+    await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
+    step('workbench');
+    await sleep(2000);
+    await page.keyboard.press('Control+P'); // Quick Open
+    await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
+    await page.keyboard.type(path.basename(env.CS_FILE));
+    await sleep(1000);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.monaco-editor .view-lines', { timeout: 30000 });
+    step('file open');
+    // the extension starts `diffill serve` (through the test's tap) on activation; wait for the model
+    await waitFor(() => fs.existsSync(env.READY), 120000, 'the server to be ready');
+    step('server ready');
+    await page.click('.monaco-editor .view-lines');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('End');
+    await sleep(300);
+    await page.keyboard.type(env.LAST_CHAR); // typing makes VS Code ask for inline completions
+    const ghost = await waitFor(() => page.evaluate(() => {
+      const els = document.querySelectorAll('.monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text');
+      if (!els.length) return null;
+      const lines = [];
+      const seen = new Set();
+      for (const e of els) {
+        // a line's ghost text may be nested (decoration inside .ghost-text): keep outermost elements only
+        if ([...seen].some((s) => s.contains(e))) continue;
+        seen.add(e);
+        lines.push(e.textContent);
+      }
+      return lines;
+    }), 60000, 'the ghost text');
+    result.ghost = ghost;
+    step('ghost text shown');
+    await page.screenshot({ path: path.join(env.SHOTS, 'ghost.png') });
+    await page.keyboard.press('Tab'); // accept
+    await sleep(500);
+    await page.keyboard.press('Control+S');
+    await waitFor(() => fs.readFileSync(env.CS_FILE, 'utf8') !== env.BEFORE, 15000, 'the file to be saved');
+    result.file = fs.readFileSync(env.CS_FILE, 'utf8');
+    step('saved');
+    // the status bar item polls diffill/status: model state and last latency
+    result.status = await waitFor(() => page.evaluate(() => {
+      const items = [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent.trim());
+      return items.find((t) => /diffill \d/.test(t)) || null;
+    }), 15000, 'the status bar item with a latency').catch(async () => page.evaluate(() =>
+      [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent.trim()).filter((t) => /diffill/.test(t)).join(' | ')));
+    step('status');
+    await page.screenshot({ path: path.join(env.SHOTS, 'after.png') });
+    result.code = 0;
+  } catch (e) {
+    result.error = String(e && e.stack || e);
+    result.code = 1;
+    try { await page.screenshot({ path: path.join(env.SHOTS, 'failure.png') }); } catch {}
+  } finally {
+    fs.writeFileSync(env.OUT, JSON.stringify(result));
+    await browser.close();
+    process.exitCode = result.code;
+  }
+})();
