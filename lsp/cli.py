@@ -29,7 +29,7 @@ def _train_corpus(args: argparse.Namespace) -> int:
 
     from diffill.model.corpus import build
 
-    print(build(Path(args.out)))
+    print(build(Path(args.out), languages=args.languages))
     return 0
 
 
@@ -173,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = train.add_subparsers(dest="what", required=True)
     tc = tsub.add_parser("corpus", help="rebuild the code corpus from scratch (offline)")
     tc.add_argument("--out", default="data/corpus")
+    tc.add_argument("--languages", action="store_true", help="also fetch Go, Rust, Lua, TS, JS (apt, npm)")
     tc.set_defaults(func=_train_corpus)
     tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
     tr.add_argument("--corpus", default="data/corpus")

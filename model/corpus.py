@@ -1,8 +1,10 @@
-"""The embedded model's code corpus: permissively licensed source that any machine with this Python has.
+"""The embedded model's code corpus: permissively licensed source, rebuilt from scratch by one command.
 
-`diffill train corpus` rebuilds it from scratch: the CPython standard library (PSF) and the Python sources of
-installed distributions whose licence is permissive (MIT, BSD, Apache-2.0, ISC, PSF), deduplicated by content.
-Whole packages are held out for evaluation (never trained on), so eval measures code the model has not seen.
+`diffill train corpus` gathers the CPython standard library (PSF) and the Python sources of installed
+distributions whose licence is permissive (MIT, BSD, Apache-2.0, ISC, PSF); with `--languages` it also fetches
+other languages from the package registries this project reaches (Debian packages and npm tarballs, see
+EXTERNAL_SOURCES), deduplicated by content. Whole packages (and, for the big external trees, whole folders) are
+held out for evaluation and never trained on.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import hashlib
 import importlib.metadata as md
 import json
 import random
+import shutil
+import subprocess
 import sysconfig
+import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -60,6 +65,20 @@ HELDOUT_DISTRIBUTIONS = ("pygls", "lsprotocol", "huggingface_hub", "attrs", "cli
 HELDOUT_STDLIB = ("asyncio", "email", "json", "tomllib", "wsgiref")
 SKIP_STDLIB = ("test", "idlelib", "lib2to3", "site-packages", "tkinter", "turtledemo", "ensurepip", "__pycache__")
 MAX_FILE_BYTES = 400_000
+
+# Other languages: (name, registry, package, licence, folder inside the package, extensions).
+EXTERNAL_SOURCES = (
+    ("golang-1.19-src", "apt", "golang-1.19-src", "BSD-3-Clause", "usr/share/go-1.19/src", (".go",)),
+    ("rust-src", "apt", "rust-src", "MIT OR Apache-2.0", "usr/src/rustc-1.63.0/library", (".rs",)),
+    ("neovim-runtime", "apt", "neovim-runtime", "Apache-2.0", "usr/share/nvim/runtime/lua", (".lua",)),
+    ("rxjs", "npm", "rxjs@7.8.2", "Apache-2.0", "package/src", (".ts",)),
+    ("zod", "npm", "zod@3", "MIT", "package/src", (".ts",)),
+    ("eslint", "npm", "eslint@9", "MIT", "package/lib", (".js",)),
+    ("webpack", "npm", "webpack@5", "MIT", "package/lib", (".js",)),
+    ("express", "npm", "express@4", "MIT", "package", (".js",)),
+    ("lodash-es", "npm", "lodash-es@4", "MIT", "package", (".js",)),
+)
+SKIP_PARTS = {"testdata", "node_modules", "vendor", "__pycache__"}
 
 
 @dataclass
@@ -133,6 +152,55 @@ def collect(heldout: bool) -> tuple[list[Source], list[Path]]:
     return sources, files
 
 
+def fetch_external(raw_dir: Path, name: str, registry: str, package: str) -> Path:
+    """Downloads and unpacks one external source into raw_dir/name (cached: a second call reuses it)."""
+    dest = raw_dir / name
+    if dest.exists():
+        return dest
+    tmp = raw_dir / f".{name}.download"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if registry == "apt":
+        subprocess.run(["apt-get", "download", package], cwd=tmp, check=True, capture_output=True)
+        deb = next(tmp.glob("*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp / "root")], check=True)
+        version = subprocess.run(["dpkg-deb", "-f", str(deb), "Version"], capture_output=True, text=True).stdout
+        (tmp / "root" / ".version").write_text(version.strip())
+        deb.unlink()
+        (tmp / "root").rename(dest)
+    elif registry == "npm":
+        out = subprocess.run(["npm", "pack", package, "--silent"], cwd=tmp, check=True, capture_output=True, text=True)
+        tgz = tmp / out.stdout.strip().splitlines()[-1]
+        with tarfile.open(tgz) as tf:
+            tf.extractall(tmp / "root", filter="data")
+        meta = json.loads((tmp / "root" / "package" / "package.json").read_text())
+        (tmp / "root" / ".version").write_text(str(meta.get("version", "")))
+        (tmp / "root").rename(dest)
+    else:
+        raise ValueError(f"unknown registry {registry}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def external_files(raw_dir: Path) -> list[tuple[Source, list[Path], list[Path]]]:
+    """(source, train files, held-out files) per external source; a folder in 20 is held out whole."""
+    out = []
+    for name, registry, package, licence, sub, exts in EXTERNAL_SOURCES:
+        base = fetch_external(raw_dir, name, registry, package)
+        root = base / sub
+        files = sorted(
+            p for p in root.rglob("*") if p.suffix in exts and p.is_file() and not SKIP_PARTS.intersection(p.parts)
+        )
+        train, held = [], []
+        for p in files:
+            folder = str(p.parent.relative_to(root))
+            (held if int(hashlib.sha1(folder.encode()).hexdigest(), 16) % 20 == 0 else train).append(p)
+        version_file = base / ".version"
+        version = version_file.read_text().strip() if version_file.exists() else package.rsplit("@", 1)[-1]
+        out.append((Source(name, version, licence, str(root), len(train), "train"), train, held))
+    return out
+
+
 def read_unique(files: list[Path], seen: set[str]) -> list[tuple[str, str]]:
     """(path, text) for readable UTF-8 files of sane size, dropping exact duplicates (by content hash)."""
     out = []
@@ -153,15 +221,24 @@ def read_unique(files: list[Path], seen: set[str]) -> list[tuple[str, str]]:
     return out
 
 
-def build(out_dir: Path, seed: int = 0) -> dict:
-    """Writes train.jsonl and heldout.jsonl ({"path", "text"} per line) and sources.json into `out_dir`."""
+def build(out_dir: Path, seed: int = 0, languages: bool = False) -> dict:
+    """Writes train.jsonl and heldout.jsonl ({"path", "text"} per line) and sources.json into `out_dir`.
+    With `languages`, the external sources (Go, Rust, Lua, TypeScript, JavaScript) are fetched and added."""
     out_dir.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()
     summary = {}
     all_sources = []
+    external = external_files(out_dir / "raw") if languages else []
     # Held-out first, so that a file present in both splits stays out of training.
     for heldout in (True, False):
         sources, files = collect(heldout)
+        for src, train, held in external:
+            if heldout:
+                sources.append(Source(src.name, src.version, src.licence, src.root, len(held), "heldout"))
+                files += held
+            else:
+                sources.append(src)
+                files += train
         docs = read_unique(files, seen)
         random.Random(seed).shuffle(docs)
         name = "heldout" if heldout else "train"

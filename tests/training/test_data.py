@@ -1,0 +1,97 @@
+"""Corpus, tokenizer and fill-in-the-middle layout of the embedded model's training."""
+
+import random
+
+import pytest
+
+from diffill.model import corpus
+from diffill.model.fim import build_canvas, build_prompt, sample_span
+from diffill.model.tokenizer import BOS, EOS, FIM_PREFIX, FIM_SUFFIX, PAD, SPECIAL_TOKENS, CodeTokenizer
+
+CODE = [
+    "import os\n\n\ndef walk(root):\n    for name in os.listdir(root):\n        yield os.path.join(root, name)\n",
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n",
+    'func main() {\n\tfmt.Println("hi")\n}\n',
+]
+
+
+@pytest.mark.parametrize(
+    "licence, ok",
+    [
+        ("MIT", True),
+        ("BSD-3-Clause", True),
+        ("Apache Software License", True),
+        ("PSF-2.0", True),
+        ("GPL-3.0-or-later", False),
+        ("LGPL", False),
+        ("", False),
+        ("Proprietary", False),
+    ],
+)
+def test_licence_filter(licence, ok):
+    assert corpus.is_permissive(licence) is ok
+
+
+def test_read_unique_drops_duplicates_and_binary(tmp_path):
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    a.write_text("x = 1\n")
+    b.write_text("x = 1\n")
+    c.write_bytes(b"\xff\xfe\x00binary")
+    docs = corpus.read_unique([a, b, c], set())
+    assert [p for p, _ in docs] == [str(a)]
+
+
+def test_external_split_holds_out_whole_folders(tmp_path, monkeypatch):
+    raw = tmp_path / "raw"
+    for i in range(60):
+        f = raw / "fake" / "src" / f"pkg{i}" / "m.go"
+        f.parent.mkdir(parents=True)
+        f.write_text(f"package pkg{i}\n")
+    (raw / "fake" / ".version").write_text("1.0")
+    monkeypatch.setattr(corpus, "EXTERNAL_SOURCES", (("fake", "apt", "fake", "MIT", "src", (".go",)),))
+    [(src, train, held)] = corpus.external_files(raw)  # cached folder: nothing is fetched
+    assert src.version == "1.0" and src.licence == "MIT"
+    assert len(train) + len(held) == 60 and held and train
+    assert not {p.parent for p in train} & {p.parent for p in held}
+
+
+def test_tokenizer_special_ids_and_round_trip():
+    tok = CodeTokenizer.train(CODE * 30, vocab_size=400)
+    for i, name in enumerate(SPECIAL_TOKENS):
+        assert tok.tok.token_to_id(name) == i
+    for text in CODE + ["naïve 日本 😀\r\n\t"]:
+        assert tok.decode(tok.encode(text)) == text
+    assert tok.decode([BOS, *tok.encode("x"), EOS, PAD]) == "x"
+
+
+def test_prompt_is_suffix_then_prefix_within_budget():
+    prefix, suffix = list(range(100, 160)), list(range(200, 300))
+    p = build_prompt(prefix, suffix, budget=50, max_suffix=10)
+    assert len(p) == 50
+    assert p[0] == BOS and p[1] == FIM_SUFFIX and p[2:12] == suffix[:10] and p[12] == FIM_PREFIX
+    assert p[13:] == prefix[-37:]  # the prefix's tail ends the prompt: typing appends
+    longer = build_prompt(prefix + [161], suffix, budget=51, max_suffix=10)
+    assert longer[: len(p)] == p
+
+
+def test_canvas_is_middle_eos_then_pad():
+    assert build_canvas([5, 6], 5) == [5, 6, EOS, PAD, PAD]
+    assert build_canvas([5, 6, 7, 8, 9, 10], 4) == [5, 6, 7, 8]
+
+
+def test_spans_are_drawn_like_edits():
+    rng = random.Random(0)
+    text = "\n".join(CODE)
+    kinds = set()
+    for _ in range(300):
+        span = sample_span(text, rng)
+        if span is None:
+            continue
+        kinds.add(span.kind)
+        middle = text[span.start : span.end]
+        assert middle
+        if span.kind == "line":
+            assert "\n" not in middle and (span.end == len(text) or text[span.end] == "\n")
+        else:
+            assert span.start == 0 or text[span.start - 1] == "\n"
+    assert kinds == {"line", "lines", "block"}
