@@ -16,10 +16,13 @@ from diffill.model.fim import build_prompt
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.tokenizer import CodeTokenizer
 
+from . import context
+from .context import RecentEdits
 from .document import SyntaxDocument
 from .filters.base import Candidate
 from .postprocess import postprocess
 from .spans import select_span
+from .workspace import WorkspaceIndex
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
 
@@ -40,6 +43,7 @@ class EngineOptions:
     max_prompt_tokens: int = 384
     max_suffix_tokens: int = 64
     seed: int = 0
+    context_tokens: int = 0  # cross-file context budget; 0 = off (models not trained with context)
 
 
 def _line_end(text: str, offset: int) -> int:
@@ -63,17 +67,45 @@ class CompletionEngine:
         self.tokenizer = tokenizer
         self.options = options or EngineOptions()
         self.prompt_cache = PromptCache(model.net.new_cache)
+        self.workspace: WorkspaceIndex | None = None
+        self.recent: RecentEdits | None = None
+        self._context: list[str] = []
+        self._context_stamp: tuple | None = None
 
-    def prompt_for(self, text: str, offset: int, suffix_start: int) -> list[int]:
+    def prompt_for(self, text: str, offset: int, suffix_start: int, context: list[str] | None = None) -> list[int]:
         o = self.options
         prefix = _prefix_window(text, offset, o.max_prompt_tokens * CHARS_PER_TOKEN)
         suffix = text[suffix_start : suffix_start + o.max_suffix_tokens * CHARS_PER_TOKEN]
+        blocks = [self.tokenizer.encode(b) for b in context or []]
         return build_prompt(
-            self.tokenizer.encode(prefix), self.tokenizer.encode(suffix), o.max_prompt_tokens, o.max_suffix_tokens
+            self.tokenizer.encode(prefix),
+            self.tokenizer.encode(suffix),
+            o.max_prompt_tokens,
+            o.max_suffix_tokens,
+            context=blocks,
         )
 
+    def context_for(self, doc: SyntaxDocument, offset: int, key: str | None, path: str | None) -> list[str]:
+        """Cross-file context blocks, recomputed only when the cursor line or the index changes, so the prompt
+        (and with it the reused encoder cache) stays stable while the user types along a line."""
+        if not self.options.context_tokens or (self.workspace is None and self.recent is None):
+            return []
+        line = doc.text.count("\n", 0, offset)
+        stamp = (key, line, self.workspace.version if self.workspace is not None else 0)
+        if self._context_stamp != stamp:
+            self._context = context.gather(
+                doc.text, offset, path, self.workspace, self.recent, self.options.context_tokens * 3
+            )
+            self._context_stamp = stamp
+        return self._context
+
     def complete(
-        self, doc: SyntaxDocument, offset: int, cancel: Callable[[], bool] | None = None, key: str | None = None
+        self,
+        doc: SyntaxDocument,
+        offset: int,
+        cancel: Callable[[], bool] | None = None,
+        key: str | None = None,
+        path: str | None = None,
     ) -> Completion | None:
         """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so.
         `key` (the document URI) selects the encoder cache reused across keystrokes."""
@@ -83,7 +115,7 @@ class CompletionEngine:
         span = select_span(doc, offset)
         # Mid-line, the model regenerates the whole rest of the line: its suffix starts at the line end.
         suffix_start = _line_end(text, offset) if span.kind == "line" else offset
-        prompt = self.prompt_for(text, offset, suffix_start)
+        prompt = self.prompt_for(text, offset, suffix_start, self.context_for(doc, offset, key, path))
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length
         canvases = 1 if span.kind == "line" else 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class LoadedModel:
     tokenizer: CodeTokenizer
     source: str  # "embedded" or the path / hub id
     device: str
+    trained_with_context: bool = False  # the prompt may carry cross-file context blocks
 
 
 def load(
@@ -51,9 +53,11 @@ def load(
     device: str = "auto",
     threads: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    quantization: str | None = None,
 ) -> LoadedModel:
     """Loads the embedded model (source "") or a folder / hub id. The folder needs a diffill tokenizer.json
-    (byte-level BPE with FIM sentinels) so that the completion prompts can be built."""
+    (byte-level BPE with FIM sentinels) so that the completion prompts can be built. `quantization`: see
+    DiffusionModel.from_pretrained."""
     dev = pick_device(device)
     if not source:
         if not embedded_available():
@@ -62,7 +66,9 @@ def load(
     else:
         folder = resolve_checkpoint(source)
     dtype = torch.float32 if dev == "cpu" else torch.bfloat16
-    model = DiffusionModel.from_pretrained(folder, device=dev, dtype=dtype, progress=progress)
+    model = DiffusionModel.from_pretrained(
+        folder, device=dev, dtype=dtype, progress=progress, quantization=quantization
+    )
     tok_path = folder / "tokenizer.json"
     if not tok_path.exists():
         raise CheckpointError(f"{folder}: no tokenizer.json")
@@ -72,4 +78,11 @@ def load(
         raise CheckpointError(f"{tok_path}: not a diffill code tokenizer ({exc})") from exc
     if dev == "cpu":
         torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in model.net.parameters())))
-    return LoadedModel(model, tokenizer, source or "embedded", dev)
+    training = folder / "training.json"
+    with_context = False
+    if training.exists():
+        try:
+            with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
+        except (ValueError, AttributeError):
+            with_context = False
+    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context)

@@ -70,6 +70,8 @@ class TrainConfig:
     ar_weight: float = 1.0
     diffusion_weight: float = 1.0
     self_cond_prob: float = 0.5
+    context_prob: float = 0.5  # share of examples whose prompt carries sibling files' definitions
+    context_tokens: int = 96
     save_every_s: float = 600.0
     log_every: int = 20
     max_minutes: float = 0.0  # 0 = until total_steps
@@ -79,30 +81,93 @@ class TrainConfig:
 
 
 # ----- data -----
-def load_texts(path: Path) -> list[str]:
-    return [d["text"] for d in iter_docs(path)]
+class Corpus:
+    """Documents with their paths, grouped by folder so that examples can carry cross-file context from the
+    files beside them (definitions the middle uses), as the workspace index supplies at completion time."""
+
+    def __init__(self, path: Path, max_chunk_cache: int = 4096):
+        docs = list(iter_docs(path))
+        self.paths = [d["path"] for d in docs]
+        self.texts = [d["text"] for d in docs]
+        self.by_dir: dict[str, list[int]] = {}
+        for i, p in enumerate(self.paths):
+            self.by_dir.setdefault(str(Path(p).parent), []).append(i)
+        self._chunks: dict[int, list] = {}
+        self.max_chunk_cache = max_chunk_cache
+
+    def chunks(self, i: int) -> list:
+        from diffill.infill.chunks import extract_chunks
+        from diffill.infill.languages import language_for
+
+        if i not in self._chunks:
+            if len(self._chunks) >= self.max_chunk_cache:
+                self._chunks.pop(next(iter(self._chunks)))
+            try:
+                found = extract_chunks(self.texts[i], language_for(None, self.paths[i]), self.paths[i])
+            except Exception:  # a grammar problem must not stop training
+                found = []
+            self._chunks[i] = [c for c in found if c.kind == "definition"]
+        return self._chunks[i]
+
+    def context_for(self, i: int, used_text: str, rng: random.Random, max_chars: int) -> list[str]:
+        """Blocks of sibling files' definitions, the ones named in `used_text` first."""
+        from diffill.infill.context import format_block
+        from diffill.infill.workspace import identifiers
+
+        siblings = [j for j in self.by_dir.get(str(Path(self.paths[i]).parent), []) if j != i]
+        if not siblings:
+            return []
+        rng.shuffle(siblings)
+        wanted = set(identifiers(used_text))
+        root = Path(self.paths[i]).parent
+        blocks, used = [], 0
+        for j in siblings[:4]:
+            chunks = self.chunks(j)
+            named = [c for c in chunks if c.name.lower() in wanted]
+            pick = named[:4] or rng.sample(chunks, min(2, len(chunks)))
+            if not pick:
+                continue
+            block = format_block(self.paths[j], [c.text for c in sorted(pick, key=lambda c: c.line)], root)
+            if used + len(block) > max_chars:
+                continue
+            blocks.append(block)
+            used += len(block)
+        return blocks
 
 
-def make_example(text: str, tok: CodeTokenizer, rng: random.Random, cfg: TrainConfig):
+def make_example(
+    text: str,
+    tok: CodeTokenizer,
+    rng: random.Random,
+    cfg: TrainConfig,
+    corpus: Corpus | None = None,
+    index: int = -1,
+):
     """(prompt ids padded on the left to prompt_len, canvas ids) or None if no span fits."""
     span = sample_span(text, rng)
     if span is None:
         return None
     pre_text = text[max(0, span.start - cfg.prompt_len * 8) : span.start]
     suf_text = text[span.end : span.end + cfg.max_suffix * 8]
-    middle = tok.encode(text[span.start : span.end])
+    middle_text = text[span.start : span.end]
+    middle = tok.encode(middle_text)
     if not middle or len(middle) >= cfg.canvas:
         return None
-    prompt = build_prompt(tok.encode(pre_text), tok.encode(suf_text), cfg.prompt_len, cfg.max_suffix)
+    context = []
+    if corpus is not None and cfg.context_prob and rng.random() < cfg.context_prob:
+        blocks = corpus.context_for(index, pre_text[-2000:] + middle_text, rng, cfg.context_tokens * 3)
+        context = [tok.encode(b) for b in blocks]
+    prompt = build_prompt(tok.encode(pre_text), tok.encode(suf_text), cfg.prompt_len, cfg.max_suffix, context)
     prompt = [PAD] * (cfg.prompt_len - len(prompt)) + prompt
     return prompt, build_canvas(middle, cfg.canvas)
 
 
-def batches(texts: list[str], tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
+def batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
     while True:
         prompts, canvases = [], []
         while len(prompts) < cfg.batch:
-            ex = make_example(rng.choice(texts), tok, rng, cfg)
+            i = rng.randrange(len(corpus.texts))
+            ex = make_example(corpus.texts[i], tok, rng, cfg, corpus, i)
             if ex is not None:
                 prompts.append(ex[0])
                 canvases.append(ex[1])
@@ -207,8 +272,9 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
-    texts = load_texts(Path(cfg.corpus) / "train.jsonl")
-    heldout = load_texts(Path(cfg.corpus) / "heldout.jsonl")
+    corpus = Corpus(Path(cfg.corpus) / "train.jsonl")
+    heldout = Corpus(Path(cfg.corpus) / "heldout.jsonl")
+    texts = corpus.texts
     tok = ensure_tokenizer(cfg, texts)
     mc = dict(model_config or EMBEDDED_CONFIG)
     mc["vocab_size"] = tok.vocab_size
@@ -230,7 +296,7 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         log(f"resumed at step {state['step']}")
     rng = random.Random(cfg.seed * 1000 + state["step"])
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + state["step"])
-    data = batches(texts, tok, cfg, rng)
+    data = batches(corpus, tok, cfg, rng)
     eval_data = batches(heldout, tok, cfg, random.Random(12345))
     eval_batches = [next(eval_data) for _ in range(4)]
     t_start = time.time()

@@ -95,3 +95,27 @@ def test_spans_are_drawn_like_edits():
         else:
             assert span.start == 0 or text[span.start - 1] == "\n"
     assert kinds == {"line", "lines", "block"}
+
+
+def test_examples_carry_sibling_definitions(tmp_path):
+    import json
+
+    from diffill.model.tokenizer import FILE_SEP
+    from diffill.model.train import Corpus, TrainConfig, make_example
+
+    lib = "def parse_header(line):\n    return line.split(':', 1)\n\n\ndef other():\n    pass\n"
+    main = "from lib import parse_header\n\n\ndef run(lines):\n    for line in lines:\n        key, value = parse_header(line)\n        print(key)\n"
+    with open(tmp_path / "train.jsonl", "w") as fh:
+        for name, text in (("pkg/lib.py", lib), ("pkg/main.py", main), ("other/x.py", "y = 1\n")):
+            fh.write(json.dumps({"path": name, "text": text}) + "\n")
+    corpus = Corpus(tmp_path / "train.jsonl")
+    blocks = corpus.context_for(1, "key, value = parse_header(line)", random.Random(0), 400)
+    assert blocks == ["# lib.py\ndef parse_header(line):"]
+    assert corpus.context_for(2, "y", random.Random(0), 400) == []  # no sibling files
+    tok = CodeTokenizer.train([lib, main] * 20, vocab_size=300)
+    cfg = TrainConfig(prompt_len=96, max_suffix=16, canvas=16, context_prob=1.0, context_tokens=64)
+    rng = random.Random(1)
+    examples = [make_example(main, tok, rng, cfg, corpus, 1) for _ in range(30)]
+    with_context = [p for p, _ in filter(None, examples) if FILE_SEP in p]
+    assert with_context and all(len(p) == 96 for p, _ in filter(None, examples))
+    assert "parse_header" in tok.decode(with_context[0])

@@ -1,0 +1,276 @@
+"""Workspace index: definition chunks of every supported file under the workspace roots, kept fresh by watchdog.
+
+Safety and bounds: files are read only inside the roots (resolved paths, symlinks pointing out are skipped),
+.gitignore'd, binary and large files are skipped, the file and chunk counts are capped, and file events are
+debounced into one batch (a storm of events costs one pending-path set, itself capped: past the cap a
+rescan is scheduled instead).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pathspec
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from .chunks import Chunk, extract_chunks
+from .languages import language_for
+
+log = logging.getLogger(__name__)
+
+ALWAYS_IGNORED = {
+    ".git",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    "dist",
+    "build",
+    "target",
+    ".mypy_cache",
+}
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifiers of `text`, also split at snake_case and camelCase boundaries (lowercased)."""
+    out = []
+    for word in IDENT.findall(text):
+        out.append(word.lower())
+        parts = [p for p in re.split(r"_|(?<=[a-z0-9])(?=[A-Z])", word) if p]
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts)
+    return out
+
+
+class WorkspaceIndex:
+    def __init__(
+        self,
+        roots: list[str | Path],
+        max_files: int = 5000,
+        max_file_bytes: int = 512_000,
+        max_chunks: int = 100_000,
+        max_pending: int = 2000,
+        debounce_s: float = 0.3,
+    ):
+        self.roots = [Path(r).resolve() for r in roots if Path(r).is_dir()]
+        self.max_files, self.max_file_bytes, self.max_chunks = max_files, max_file_bytes, max_chunks
+        self.max_pending, self.debounce_s = max_pending, debounce_s
+        self._lock = threading.Lock()
+        self._chunks: dict[str, list[Chunk]] = {}
+        self._postings: dict[str, set[str]] = defaultdict(set)  # term -> paths
+        self._ignores: dict[Path, pathspec.PathSpec] = {}
+        self._pending: set[str] = set()
+        self._rescan = False
+        self._timer: threading.Timer | None = None
+        self._observer: Observer | None = None
+        self.version = 0  # bumped on every change (callers cache retrieval per version)
+
+    # ----- which files -----
+    def root_of(self, path: Path) -> Path | None:
+        """The root containing `path` after resolving links, or None: nothing outside the roots is read."""
+        try:
+            real = path.resolve()
+        except OSError:
+            return None
+        return next((r for r in self.roots if real == r or real.is_relative_to(r)), None)
+
+    def _ignore_spec(self, root: Path) -> pathspec.PathSpec:
+        if root not in self._ignores:
+            lines: list[str] = []
+            gi = root / ".gitignore"
+            try:
+                if gi.is_file() and gi.stat().st_size < 1_000_000:
+                    lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                pass
+            self._ignores[root] = pathspec.PathSpec.from_lines("gitignore", lines)
+        return self._ignores[root]
+
+    def wanted(self, path: Path) -> bool:
+        root = self.root_of(path)
+        if root is None or language_for(None, str(path)) is None:
+            return False
+        rel = path.resolve().relative_to(root)
+        if ALWAYS_IGNORED.intersection(rel.parts):
+            return False
+        return not self._ignore_spec(root).match_file(str(rel))
+
+    def _read(self, path: Path) -> str | None:
+        try:
+            if path.is_symlink() and self.root_of(path) is None:
+                return None
+            if not path.is_file() or path.stat().st_size > self.max_file_bytes:
+                return None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if b"\x00" in data[:8192]:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    # ----- updates -----
+    def scan(self) -> None:
+        count = 0
+        for root in self.roots:
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_IGNORED)
+                for name in sorted(filenames):
+                    if count >= self.max_files:
+                        log.info("workspace index: file cap %d reached", self.max_files)
+                        return
+                    p = Path(dirpath) / name
+                    if self.wanted(p):
+                        self.update(p)
+                        count += 1
+
+    def update(self, path: Path) -> None:
+        key = str(path.resolve()) if self.root_of(path) else str(path)
+        text = self._read(path) if self.wanted(path) else None
+        if text is None:
+            self.remove(path)
+            return
+        chunks = extract_chunks(text, language_for(None, str(path)), key)
+        with self._lock:
+            self._drop(key)
+            if len(self._chunks) >= self.max_files or self.chunk_count() + len(chunks) > self.max_chunks:
+                return
+            self._chunks[key] = chunks
+            for c in chunks:
+                for term in set(identifiers(c.name)):
+                    self._postings[term].add(key)
+            self.version += 1
+
+    def remove(self, path: Path) -> None:
+        key = str(path.resolve())
+        with self._lock:
+            if self._drop(key) or self._drop(str(path)):
+                self.version += 1
+
+    def _drop(self, key: str) -> bool:
+        chunks = self._chunks.pop(key, None)
+        if chunks is None:
+            return False
+        for c in chunks:
+            for term in set(identifiers(c.name)):
+                paths = self._postings.get(term)
+                if paths is not None:
+                    paths.discard(key)
+                    if not paths:
+                        del self._postings[term]
+        return True
+
+    def chunk_count(self) -> int:
+        return sum(len(v) for v in self._chunks.values())
+
+    def file_count(self) -> int:
+        return len(self._chunks)
+
+    # ----- search -----
+    def search(
+        self, query_terms: list[str], exclude_path: str | None = None, k: int = 6, prefix: str = ""
+    ) -> list[Chunk]:
+        """BM25 over definition names: the definitions whose names share identifiers with the query; names that
+        start with `prefix` (the word being typed) come first."""
+        exclude = str(Path(exclude_path).resolve()) if exclude_path else None
+        q = Counter(t for t in query_terms if len(t) > 1)
+        with self._lock:
+            n_docs = max(1, len(self._chunks))
+            scored: list[tuple[float, Chunk]] = []
+            candidates = {p for t in q for p in self._postings.get(t, ())}
+            df = {t: len(self._postings.get(t, ())) for t in q}  # file-level document frequency
+            if len(prefix) >= 2:
+                low = prefix.lower()
+                candidates |= {p for t, paths in self._postings.items() if t.startswith(low) for p in paths}
+            for path in candidates:
+                if path == exclude:
+                    continue
+                for c in self._chunks[path]:
+                    if c.kind != "definition":
+                        continue
+                    terms = Counter(identifiers(c.name))
+                    score = 10.0 if len(prefix) >= 2 and c.name.lower().startswith(prefix.lower()) else 0.0
+                    for t, qf in q.items():
+                        tf = terms.get(t, 0)
+                        if tf:
+                            idf = math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5))
+                            score += idf * tf * 2.2 / (tf + 1.2) * min(qf, 3)
+                    if score > 0:
+                        scored.append((score, c))
+        scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].line))
+        return [c for _, c in scored[:k]]
+
+    # ----- watching -----
+    def start(self) -> None:
+        """Initial scan, then watch the roots (recursive) for create/modify/delete/move."""
+        self.scan()
+        if not self.roots:
+            return
+        observer = Observer()
+        handler = _Handler(self)
+        for root in self.roots:
+            observer.schedule(handler, str(root), recursive=True)
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=2)
+            self._observer = None
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def notify(self, path: str) -> None:
+        """Queues a changed path; processed after `debounce_s` of quiet."""
+        with self._lock:
+            if len(self._pending) >= self.max_pending:
+                self._rescan = True
+            else:
+                self._pending.add(path)
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.debounce_s, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, set()
+            rescan, self._rescan = self._rescan, False
+        if rescan:
+            with self._lock:
+                self._chunks.clear()
+                self._postings.clear()
+            self.scan()
+            return
+        for p in sorted(pending):
+            path = Path(p)
+            if path.name == ".gitignore":
+                self._ignores.clear()
+            if path.exists():
+                self.update(path)
+            else:
+                self.remove(path)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, index: WorkspaceIndex):
+        self.index = index
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory:
+            return
+        for attr in ("src_path", "dest_path"):
+            p = getattr(event, attr, "")
+            if p:
+                self.index.notify(os.fsdecode(p))

@@ -1,0 +1,116 @@
+"""Workspace index: what it reads, what it skips, how it follows file events, and what retrieval finds."""
+
+import os
+import time
+
+import pytest
+
+from diffill.infill.context import RecentEdits, gather, query_terms
+from diffill.infill.workspace import WorkspaceIndex, identifiers
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def names(index):
+    return sorted(c.name for chunks in index._chunks.values() for c in chunks if c.kind == "definition")
+
+
+def wait_for(cond, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    root = tmp_path / "proj"
+    write(root / "util.py", "def parse_header(line):\n    return line\n\n\nclass HeaderError(Exception):\n    pass\n")
+    write(root / "web" / "app.ts", "export function renderPage(title: string): string { return title }\n")
+    write(root / ".gitignore", "generated/\n*.tmp.py\n")
+    write(root / "generated" / "big.py", "def generated_fn():\n    pass\n")
+    write(root / "scratch.tmp.py", "def ignored_fn():\n    pass\n")
+    write(root / "node_modules" / "dep.js", "function depFn() {}\n")
+    (root / "blob.py").write_bytes(b"def binary_fn():\x00\x00\n")
+    write(root / "huge.py", "def huge_fn():\n    pass\n" + "#" * 600_000)
+    outside = write(tmp_path / "outside" / "secret.py", "def secret_fn():\n    pass\n")
+    os.symlink(outside, root / "link.py")
+    os.symlink(outside.parent, root / "linkdir")
+    return root
+
+
+def test_scan_reads_only_wanted_files_inside_the_root(ws):
+    index = WorkspaceIndex([ws])
+    index.scan()
+    assert names(index) == ["HeaderError", "parse_header", "renderPage"]
+
+
+def test_search_ranks_by_identifier_overlap_and_prefix(ws):
+    index = WorkspaceIndex([ws])
+    index.scan()
+    hits = index.search(identifiers("header = parse_header(raw_line)"))
+    assert hits[0].name == "parse_header" and hits[0].text == "def parse_header(line):"
+    assert index.search([], prefix="rend")[0].name == "renderPage"
+    assert index.search(identifiers("parse_header"), exclude_path=str(ws / "util.py")) == []
+
+
+def test_watcher_follows_create_modify_delete_rename(ws):
+    index = WorkspaceIndex([ws], debounce_s=0.05)
+    index.start()
+    try:
+        write(ws / "new.py", "def brand_new():\n    pass\n")
+        assert wait_for(lambda: "brand_new" in names(index))
+        write(ws / "new.py", "def renamed_inside():\n    pass\n")
+        assert wait_for(lambda: "renamed_inside" in names(index) and "brand_new" not in names(index))
+        os.rename(ws / "new.py", ws / "moved.py")
+        assert wait_for(lambda: any(p.endswith("moved.py") for p in index._chunks))
+        assert not any(p.endswith("new.py") for p in index._chunks)
+        os.remove(ws / "moved.py")
+        assert wait_for(lambda: "renamed_inside" not in names(index))
+    finally:
+        index.stop()
+
+
+def test_event_storm_is_bounded(ws):
+    index = WorkspaceIndex([ws], max_pending=100, debounce_s=0.05)
+    index.scan()
+    for i in range(10_000):
+        index.notify(str(ws / f"f{i}.py"))
+    assert len(index._pending) <= 100 and index._rescan
+    index.flush()
+    assert names(index) == ["HeaderError", "parse_header", "renderPage"]
+
+
+def test_caps_on_files_and_chunks(tmp_path):
+    for i in range(20):
+        write(tmp_path / f"m{i}.py", "".join(f"def f{i}_{j}():\n    pass\n" for j in range(10)))
+    index = WorkspaceIndex([tmp_path], max_files=5)
+    index.scan()
+    assert index.file_count() == 5
+    index = WorkspaceIndex([tmp_path], max_chunks=35)
+    index.scan()
+    assert index.chunk_count() <= 35
+
+
+def test_gather_packs_definitions_and_recent_edits_under_budget(ws):
+    index = WorkspaceIndex([ws])
+    index.scan()
+    recent = RecentEdits(capacity=4)
+    recent.record(str(ws / "web" / "app.ts"), "a\nb\nconst page = renderPage('x')\nc\n", 2, radius=1)
+    text = "from util import parse_header\n\nkey = parse_head"
+    blocks = gather(text, len(text), str(ws / "main.py"), index, recent, max_chars=400)
+    assert blocks[0].startswith("# util.py\ndef parse_header(line):")
+    assert blocks[-1].startswith("# web/app.ts\n") and "renderPage('x')" in blocks[-1]
+    assert sum(len(b) for b in blocks) <= 400
+    assert gather(text, len(text), str(ws / "main.py"), index, recent, max_chars=10) == []
+
+
+def test_query_terms_weigh_the_cursor_line():
+    terms = query_terms("import os\nvalue = compute_total(items)", 34)
+    assert terms.count("compute_total") == 3 and terms.count("os") == 1
