@@ -53,8 +53,9 @@ def _line_end(text: str, offset: int) -> int:
 
 
 def _prefix_window(text: str, offset: int, chars: int) -> str:
-    """The text before the cursor, cut at a line start so the first token is not a fragment."""
-    start = max(0, offset - chars)
+    """The text before the cursor, cut at a line start so the first token is not a fragment. The cut point
+    moves in steps of 1 KiB, not with every keystroke, so that consecutive prompts share their beginning."""
+    start = max(0, (offset - chars) // 1024 * 1024)
     if start:
         nl = text.find("\n", start, offset)
         start = nl + 1 if nl >= 0 else start

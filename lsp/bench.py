@@ -118,6 +118,93 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
     return result
 
 
+
+async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
+    """Types whole lines one character at a time, asking for a completion after every keystroke: the first
+    request of a line pays the prompt prefill, the next ones reuse the encoder cache (or the typed-ahead cache)."""
+    from diffill.model.evaluate import _files
+
+    rng = random.Random(seed)
+    lines = []
+    for path in _files(Path(root), rng):
+        if len(lines) >= n:
+            break
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        rows = text.split("\n")
+        cands = [i for i, r in enumerate(rows) if 20 <= len(r.strip()) <= 60 and i > 5]
+        if cands:
+            i = rng.choice(cands)
+            lines.append((path, "\n".join(rows[:i]) + "\n", rows[i], "\n" + "\n".join(rows[i + 1 :])))
+    client = LanguageClient("diffill-bench", "1")
+    await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options=settings)
+    )
+    client.initialized(types.InitializedParams())
+    while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
+        await asyncio.sleep(0.05)
+    first, follow = [], []
+    for k, (path, before, line, after) in enumerate(lines):
+        uri = Path(path).with_name(f"typing{k}{Path(path).suffix}").as_uri()
+        indent = line[: len(line) - len(line.lstrip())]
+        text = before + indent + after
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+        )
+        row = before.count("\n")
+        col = len(indent)
+        for j, ch in enumerate(line[len(indent) :]):
+            pos = types.Position(row, col)
+            t0 = time.perf_counter()
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=j + 2),
+                    content_changes=[types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=ch)],
+                )
+            )
+            col += 1
+            await client.text_document_inline_completion_async(
+                types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri),
+                    position=types.Position(row, col),
+                    context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+                )
+            )
+            (first if j == 0 else follow).append((time.perf_counter() - t0) * 1e3)
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    status = await client.protocol.send_request_async("diffill/status", None)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    first.sort()
+    follow.sort()
+    result = {
+        "lines": len(first),
+        "first_p50_ms": round(first[len(first) // 2], 1) if first else 0.0,
+        "follow_p50_ms": round(follow[len(follow) // 2], 1) if follow else 0.0,
+        "follow_p95_ms": round(follow[int(len(follow) * 0.95)], 1) if follow else 0.0,
+        "cache_hits": getattr(status.stats, "cache_hits", 0),
+        "model_calls": getattr(status.stats, "model_calls", 0),
+    }
+    result["ratio"] = round(result["follow_p50_ms"] / max(1e-9, result["first_p50_ms"]), 3)
+    out(
+        f"typing {result['lines']} lines: first request p50 {result['first_p50_ms']} ms; follow-ups p50 "
+        f"{result['follow_p50_ms']} ms, p95 {result['follow_p95_ms']} ms (ratio {result['ratio']}); "
+        f"{result['model_calls']} model calls, {result['cache_hits']} typed-ahead hits"
+    )
+    out(json.dumps(result))
+    return result
+
+
+def run_typing(
+    root: str, n: int = 20, seed: int = 0, settings: dict | None = None, out: Callable[[str], None] = print
+) -> dict:
+    return asyncio.run(_typing(root, n, seed, settings or {}, out))
+
+
 def run(
     root: str, n: int = 100, seed: int = 0, settings: dict | None = None, out: Callable[[str], None] = print
 ) -> dict:

@@ -24,6 +24,12 @@ def _bench_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_gpu(args: argparse.Namespace) -> int:
+    from diffill.model import bench_gpu
+
+    return bench_gpu.main(args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps)
+
+
 def _train_corpus(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -118,9 +124,12 @@ def _eval(args: argparse.Namespace) -> int:
 def _bench_lsp(args: argparse.Namespace) -> int:
     import json
 
-    from .bench import run
+    from .bench import run, run_typing
 
-    run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    if args.typing:
+        run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    else:
+        run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
     return 0
 
 
@@ -162,11 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--reps", type=int, default=10)
     bm.add_argument("--threads", type=int, default=None)
     bm.set_defaults(func=_bench_model)
+    bg = bench.add_parser("gpu", help="int4 26B-A4B on one GPU (random weights): step, canvas, roofline, AR, ref")
+    bg.add_argument("--out", default="bench/results/gpu.json", help="results file (JSON)")
+    bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
+    bg.add_argument("--ref-layers", type=int, default=30, help="layers of transformers' bf16 reference step")
+    bg.add_argument("--reps", type=int, default=10)
+    bg.set_defaults(func=_bench_gpu)
     bl = bench.add_parser("lsp", help="drive `diffill serve` like an editor: keystroke-to-answer latency")
     bl.add_argument("--root", required=True, help="folder of real source files (not in the training data)")
     bl.add_argument("--n", type=int, default=100)
     bl.add_argument("--seed", type=int, default=0)
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
     bl.set_defaults(func=_bench_lsp)
 
     train = sub.add_parser("train", help="build the corpus, train and export the embedded model")

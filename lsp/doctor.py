@@ -52,6 +52,10 @@ def report(model: str = "") -> Iterator[str]:
     for name, status in check_all().items():
         yield f"  {name}: {'ok' if status is True else status}"
     yield f"embedded model: {'present' if runtime.embedded_available() else 'MISSING'} ({runtime.EMBEDDED_DIR})"
+    folder = yield from _footprint(model)
+    if folder is not None and not any(folder.glob("*.safetensors")):
+        yield f"model {model}: config only (no weights), not loaded"
+        return
     try:
         loaded = runtime.load(model, "cpu")
         n = sum(p.numel() for p in loaded.model.net.parameters())
@@ -63,3 +67,29 @@ def report(model: str = "") -> Iterator[str]:
         )
     except Exception as exc:
         yield f"model {model or 'embedded'}: FAILED to load: {exc}"
+
+
+def _footprint(model: str) -> Iterator[str]:
+    """Expected weight memory per precision from the model's config.json alone; returns the model's folder."""
+    from pathlib import Path
+
+    from diffill.model import runtime
+    from diffill.model.config import DiffusionGemmaConfig
+    from diffill.model.footprint import footprint_lines
+    from diffill.model.loader import resolve_checkpoint
+
+    try:
+        local = Path(model).expanduser()
+        if not model:
+            folder = runtime.EMBEDDED_DIR
+        elif (local / "config.json").exists():
+            folder = local
+        else:
+            folder = resolve_checkpoint(model)
+        config = DiffusionGemmaConfig.from_file(folder / "config.json")
+    except Exception as exc:
+        yield f"weights per precision: unavailable ({exc})"
+        return None
+    yield f"weights per precision (from {folder / 'config.json'}):"
+    yield from footprint_lines(config)
+    return folder

@@ -51,10 +51,15 @@ class DiffusionModel:
         device: str | torch.device = "cpu",
         dtype: str | torch.dtype | None = None,
         progress: Callable[[int, int], None] | None = None,
+        quantization: str | None = None,
     ) -> DiffusionModel:
-        """Loads a local folder or a hub id (downloaded into the Hugging Face cache). Safetensors only."""
+        """Loads a local folder or a hub id (downloaded into the Hugging Face cache). Safetensors only.
+
+        `quantization` ("int4", "int8", "fp8") quantizes the weights while they are read (see model/quant.py);
+        a checkpoint saved by `save_quantized` loads quantized whatever this says (a different scheme is an error).
+        """
         folder = resolve_checkpoint(path_or_hub_id)
-        net = load_model(folder, device=device, dtype=_dtype(dtype), progress=progress)
+        net = _load_net(folder, device, _dtype(dtype), progress, quantization)
         gen_path = folder / "generation_config.json"
         sampler = SamplerConfig(eos_token_ids=net.config.eos_ids, pad_token_id=net.config.pad_token_id)
         if gen_path.exists():
@@ -143,6 +148,22 @@ class DiffusionModel:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
         return self.net.encode(prompt, self.net.new_cache())[0]
+
+
+def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantization: str | None) -> DiffusionGemma:
+    """Dense load, quantize-on-load (dense checkpoint + a scheme), or a saved quantized checkpoint."""
+    from .quant import QuantSpec
+    from .quant_io import QuantizeOnLoad, quantization_entry
+
+    config_path = folder / "config.json"
+    saved = quantization_entry(config_path) if config_path.exists() else None
+    if quantization is None or saved is not None:
+        if quantization is not None and QuantSpec.of(quantization).scheme != saved.scheme:
+            raise ValueError(f"{folder} is quantized as {saved.scheme}, not {quantization}")
+        return load_model(folder, device=device, dtype=dtype, progress=progress)
+    hook = QuantizeOnLoad(quantization, DiffusionGemmaConfig.from_file(config_path), device)
+    net = load_model(folder, device=device, dtype=dtype, on_tensor=hook, progress=progress)
+    return hook.finish(net, net.embed_tokens.weight.dtype)
 
 
 def _set(cfg: SamplerConfig, key: str, value) -> SamplerConfig:

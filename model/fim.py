@@ -18,6 +18,7 @@ def build_prompt(
     budget: int,
     max_suffix: int = 64,
     context: list[list[int]] | None = None,
+    block: int = 32,
 ) -> list[int]:
     """At most `budget` tokens: the suffix's head (<= max_suffix), context blocks, then the prefix's tail."""
     suffix = suffix_ids[:max_suffix]
@@ -29,7 +30,11 @@ def build_prompt(
         head = [BOS]
         fixed = len(head) + 2 + len(suffix)
     room = max(0, budget - fixed)
-    prefix = prefix_ids[-room:] if room else []
+    # Drop the prefix's head in whole blocks, so that the prompt start stays put while the user types and
+    # the encoder cache of the previous keystroke stays valid (it moves once every `block` tokens).
+    excess = len(prefix_ids) - room
+    drop = -(-excess // block) * block if excess > 0 else 0
+    prefix = prefix_ids[drop:] if room else []
     return head + [FIM_SUFFIX, *suffix, FIM_PREFIX, *prefix]
 
 

@@ -20,6 +20,7 @@ from torch import nn
 
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
+from .quant_io import prepare_quantized, quantization_entry
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,9 @@ def load_model(
     files = checkpoint_files(folder)
     with torch.device("meta"):
         model = DiffusionGemma(config)
+    quantized = quantization_entry(config_path)
+    if quantized is not None:  # a checkpoint saved by save_quantized: packed weights and scales
+        on_tensor = prepare_quantized(model, quantized, device, chain=on_tensor)
     expected = expected_names(model)
     loaded: set[str] = set()
     unknown: list[str] = []

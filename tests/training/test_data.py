@@ -65,13 +65,18 @@ def test_tokenizer_special_ids_and_round_trip():
 
 
 def test_prompt_is_suffix_then_prefix_within_budget():
-    prefix, suffix = list(range(100, 160)), list(range(200, 300))
-    p = build_prompt(prefix, suffix, budget=50, max_suffix=10)
-    assert len(p) == 50
+    prefix, suffix = list(range(100, 154)), list(range(200, 300))
+    p = build_prompt(prefix, suffix, budget=50, max_suffix=10, block=8)  # 17 too many: 24 dropped
+    assert len(p) <= 50
     assert p[0] == BOS and p[1] == FIM_SUFFIX and p[2:12] == suffix[:10] and p[12] == FIM_PREFIX
-    assert p[13:] == prefix[-37:]  # the prefix's tail ends the prompt: typing appends
-    longer = build_prompt(prefix + [161], suffix, budget=51, max_suffix=10)
-    assert longer[: len(p)] == p
+    assert p[13:] == prefix[-len(p) + 13 :]  # the prefix's tail ends the prompt
+    assert len(p) > 50 - 8  # the head is dropped in whole blocks of 8 tokens
+    # Typing appends: the next keystrokes' prompts extend this one until a whole block must go.
+    for extra in range(1, 4):
+        longer = build_prompt(prefix + list(range(900, 900 + extra)), suffix, budget=50, max_suffix=10, block=8)
+        assert longer[: len(p)] == p
+    short = build_prompt([7, 8], suffix, budget=50, max_suffix=10)
+    assert short[13:] == [7, 8]
 
 
 def test_canvas_is_middle_eos_then_pad():

@@ -1,0 +1,29 @@
+"""Triton is optional (the `gpu` extra): import it lazily so that the package works without it."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+
+@functools.cache
+def triton_available() -> bool:
+    """True when triton imports (it may be absent, or present but broken on this platform)."""
+    try:
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def interpreting() -> bool:
+    """TRITON_INTERPRET=1 runs Triton kernels on the CPU with numpy (tests only: slow)."""
+    return os.environ.get("TRITON_INTERPRET", "") == "1"
+
+
+def use_triton(*tensors: torch.Tensor) -> bool:
+    """Kernels run on CUDA tensors when triton is there; everything else takes the torch reference path."""
+    return triton_available() and all(t.is_cuda for t in tensors)

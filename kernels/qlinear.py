@@ -1,0 +1,46 @@
+"""Weight-only quantized linear layer: y = x @ dequant(W).T. Triton on CUDA, torch reference elsewhere."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._triton import use_triton
+from .qformat import BITS, dequantize, in_features
+from .tiles import k_block
+
+
+def qlinear_reference(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
+    """Dequantize to the activation dtype, then a plain matmul (the CPU path, and the kernels' oracle)."""
+    return F.linear(x, dequantize(qweight, scales, scheme, x.dtype))
+
+
+def qlinear_triton(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
+    """The Triton kernel (int4 / int8); fp8 and odd group sizes fall back to the reference."""
+    k = in_features(qweight, scheme)
+    group = k // scales.shape[-1]
+    bk = k_block(group, k)
+    if scheme == "fp8" or bk is None:
+        return qlinear_reference(x, qweight, scales, scheme)
+    import triton
+
+    from .triton_qmm import qlinear_kernel
+
+    shape = x.shape
+    x2 = x.reshape(-1, k).contiguous()
+    m, n = x2.shape[0], qweight.shape[0]
+    y = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    bm = 16 if m <= 16 else (32 if m <= 32 else 64)
+    bn = 64
+    grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
+    qlinear_kernel[grid](
+        x2, qweight, scales, y, m, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
+        BITS=BITS[scheme], GROUP=group, BM=bm, BN=bn, BK=bk,
+    )  # fmt: skip
+    return y.reshape(*shape[:-1], n)
+
+
+def qlinear(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
+    if use_triton(x, qweight):
+        return qlinear_triton(x, qweight, scales, scheme)
+    return qlinear_reference(x, qweight, scales, scheme)

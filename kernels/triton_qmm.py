@@ -1,0 +1,189 @@
+"""Triton kernels for weight-only quantized matmuls: one dense (QuantLinear) and the two halves of the fused MoE.
+
+Imported only when triton is there (see kernels/_triton.py). Weights stay packed in global memory and are
+dequantized in registers tile by tile (int4 nibble -> (v - 8) * scale), so HBM traffic is the packed bytes.
+A tile never straddles a quantization group (BK divides the group, or the group is the whole row).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_tanh(x):
+    """gelu(x, approximate='tanh'), with tanh(y) = 2 * sigmoid(2y) - 1."""
+    y = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (2.0 * tl.sigmoid(2.0 * y))
+
+
+@triton.jit
+def load_weight_tile(
+    w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS: tl.constexpr, GROUP: tl.constexpr, BK: tl.constexpr
+):
+    """Dequantized, transposed weight tile [BK, BN] (fp32) for output rows `rows` and inputs k0 .. k0 + BK."""
+    offs_k = k0 + tl.arange(0, BK)
+    mask = (offs_k[:, None] < K) & mask_n[None, :]
+    if BITS == 4:
+        b = tl.load(w_ptr + rows[None, :] * stride_wn + offs_k[:, None] // 2, mask=mask, other=0).to(tl.int32)
+        q = ((b >> ((offs_k[:, None] % 2) * 4)) & 0xF) - 8
+    else:
+        q = tl.load(w_ptr + rows[None, :] * stride_wn + offs_k[:, None], mask=mask, other=0).to(tl.int32)
+    s = tl.load(s_ptr + rows * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
+    return q.to(tl.float32) * s[None, :]
+
+
+@triton.jit
+def qlinear_kernel(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_sn,
+    stride_ym,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
+    """y[M, N] = x[M, K] @ dequant(W[N, K]).T"""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_m = offs_m < M
+    mask_n = offs_n < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        offs_k = k0 + tl.arange(0, BK)
+        a = tl.load(
+            x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
+            mask=mask_m[:, None] & (offs_k[None, :] < K),
+            other=0.0,
+        )
+        w = load_weight_tile(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        acc += tl.dot(a, w.to(a.dtype))
+    tl.store(
+        y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :],
+        acc.to(y_ptr.dtype.element_ty),
+        mask=mask_m[:, None] & mask_n[None, :],
+    )
+
+
+@triton.jit
+def moe_gate_up_kernel(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    h_ptr,
+    sorted_ptr,
+    expert_ptr,
+    npad_ptr,
+    n_slots,
+    K,
+    IE,
+    top_k,
+    stride_xm,
+    stride_we,
+    stride_wn,
+    stride_se,
+    stride_sn,
+    stride_hm,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
+    """h[slot, :] = gelu_tanh(x[token] @ gate_e.T) * (x[token] @ up_e.T) for one block of slots of expert e.
+
+    Slots are (token, k) pairs sorted by expert, each expert's run padded to BM (padding slots = n_slots).
+    Gate rows are 0 .. IE-1 of gate_up_proj[e], up rows IE .. 2*IE-1."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    if pid_m * BM >= tl.load(npad_ptr):
+        return
+    slots = tl.load(sorted_ptr + pid_m * BM + tl.arange(0, BM))
+    valid = slots < n_slots
+    tokens = slots // top_k
+    e = tl.load(expert_ptr + pid_m).to(tl.int64)
+    w_e = w_ptr + e * stride_we
+    s_e = s_ptr + e * stride_se
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_n = offs_n < IE
+    acc_g = tl.zeros((BM, BN), dtype=tl.float32)
+    acc_u = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        offs_k = k0 + tl.arange(0, BK)
+        a = tl.load(
+            x_ptr + tokens[:, None] * stride_xm + offs_k[None, :],
+            mask=valid[:, None] & (offs_k[None, :] < K),
+            other=0.0,
+        )
+        g = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        u = load_weight_tile(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        acc_g += tl.dot(a, g.to(a.dtype))
+        acc_u += tl.dot(a, u.to(a.dtype))
+    h = gelu_tanh(acc_g) * acc_u
+    tl.store(
+        h_ptr + slots[:, None] * stride_hm + offs_n[None, :],
+        h.to(h_ptr.dtype.element_ty),
+        mask=valid[:, None] & mask_n[None, :],
+    )
+
+
+@triton.jit
+def moe_down_kernel(
+    h_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    topw_ptr,
+    sorted_ptr,
+    expert_ptr,
+    npad_ptr,
+    n_slots,
+    K,
+    N,
+    stride_hm,
+    stride_we,
+    stride_wn,
+    stride_se,
+    stride_sn,
+    stride_ym,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
+    """y[slot, :] = routing_weight[slot] * (h[slot] @ down_e.T), in fp32 (summed over k by the caller)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    if pid_m * BM >= tl.load(npad_ptr):
+        return
+    slots = tl.load(sorted_ptr + pid_m * BM + tl.arange(0, BM))
+    valid = slots < n_slots
+    e = tl.load(expert_ptr + pid_m).to(tl.int64)
+    w_e = w_ptr + e * stride_we
+    s_e = s_ptr + e * stride_se
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_n = offs_n < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        offs_k = k0 + tl.arange(0, BK)
+        a = tl.load(
+            h_ptr + slots[:, None] * stride_hm + offs_k[None, :], mask=valid[:, None] & (offs_k[None, :] < K), other=0.0
+        )
+        w = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        acc += tl.dot(a, w.to(a.dtype))
+    weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
+    acc = acc * weight[:, None]
+    tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])

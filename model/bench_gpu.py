@@ -1,0 +1,368 @@
+"""`diffill bench gpu`: the full-size 26B-A4B text stack at int4 on one GPU, random weights, in one run.
+
+Reports ms per denoise step on a 256-token canvas (decoder pass + fused sampler step + fused self-conditioning
+input), ms per canvas at 16/32/48 steps and tokens/s, against (a) the HBM roofline of a step from a copy-bandwidth
+measurement made in the same run, (b) autoregressive decoding of the same int4 backbone at batch 1 (one token per
+forward), (c) transformers' reference step in bf16 (`ref_layers` layers; fewer than 30 are scaled to 30 and the
+report says so). Nothing is downloaded or installed. `dry_run` runs every part on a tiny config on the CPU
+(the torch reference paths) so that the script itself is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from diffill.kernels.sampler import sampler_step, soft_embedding
+
+from .cache import KVCache
+from .config import DiffusionGemmaConfig
+from .diffusion_gemma import DiffusionGemma
+from .footprint import quantized_bytes, weight_footprint
+from .quant import QuantExperts, QuantLinear, QuantSpec
+from .quant_io import convert_empty
+
+TINY = dict(
+    vocab_size=1024, hidden_size=128, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=32, global_head_dim=64, num_global_key_value_heads=1, num_experts=8,
+    top_k_experts=2, moe_intermediate_size=64, sliding_window=64,
+)  # fmt: skip
+
+
+DRY_RUN_SIZES: dict[str, Any] = dict(canvas=32, prompt=16, steps=(2, 3), ar_tokens=2)
+
+
+# ----- model with random weights, built where it runs -----
+@torch.no_grad()
+def random_quantized_model(
+    config: DiffusionGemmaConfig, spec: QuantSpec | str, device: str | torch.device, dtype: torch.dtype
+) -> DiffusionGemma:
+    """Random weights allocated directly on `device`, quantized modules filled with random packed values
+    (weight std about 0.02): never a dense copy of the quantized weights anywhere."""
+    spec = QuantSpec.of(spec)
+    with torch.device("meta"):
+        net = DiffusionGemma(config)
+    convert_empty(net, spec)
+    for module in net.modules():
+        for k, p in list(module._parameters.items()):
+            if p is None:
+                continue
+            value = torch.ones(p.shape, device=device, dtype=dtype) if p.dim() == 1 else None
+            if value is None:
+                value = torch.randn(p.shape, device=device, dtype=dtype) * 0.02
+            module._parameters[k] = nn.Parameter(value, requires_grad=False)
+        for k, b in list(module._buffers.items()):
+            if b is None:
+                continue
+            if isinstance(module, (QuantLinear, QuantExperts)) and "qweight" in k:
+                value = _random_packed(b.shape, b.dtype, device)
+            elif isinstance(module, (QuantLinear, QuantExperts)):
+                value = torch.full(
+                    b.shape, 0.02 / (4.6 if spec.scheme == "int4" else 73.0), dtype=b.dtype, device=device
+                )
+            else:
+                value = torch.ones(b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype)
+            module._buffers[k] = value
+    net.reset_rope(device)
+    return net.eval()
+
+
+def _random_packed(shape: torch.Size, dtype: torch.dtype, device) -> torch.Tensor:
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=torch.uint8, device=device)
+    if dtype == torch.int8:
+        return torch.randint(-127, 128, shape, dtype=torch.int8, device=device)
+    return (torch.randn(shape, device=device) * 100).clamp(-448, 448).to(dtype)
+
+
+# ----- timing -----
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], object], reps: int, device: torch.device, warmup: int = 1) -> float:
+    """Median milliseconds of `fn` over `reps` runs after `warmup` runs (synchronised around each run)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        _sync(device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth(device: torch.device, nbytes: int, reps: int) -> float:
+    """Bytes/s of a device-to-device copy (read + write counted), the practical HBM roofline."""
+    src = torch.empty(nbytes // 2, dtype=torch.float16, device=device).normal_()
+    dst = torch.empty_like(src)
+    ms = timed(lambda: dst.copy_(src), reps, device, warmup=2)
+    return 2 * nbytes / (ms / 1e3)
+
+
+# ----- one denoising step with the fused sampler -----
+class Denoiser:
+    """The decoder step as the GPU runs it: fused self-conditioning input from the previous logits, decoder
+    pass, head, then one fused sampler pass (sample, argmax, entropy, lse) and the entropy-bounded renoise."""
+
+    def __init__(
+        self,
+        net: DiffusionGemma,
+        cache: KVCache,
+        positions: torch.Tensor,
+        entropy_bound: float = 0.1,
+        fused_soft: bool = False,
+    ):
+        self.net = net
+        self.fused_soft = fused_soft
+        self.cache = cache
+        self.positions = positions
+        self.bound = entropy_bound
+        self.scale = net.config.hidden_size**0.5
+
+    def step(self, x: torch.Tensor, prev: tuple[torch.Tensor, float, torch.Tensor] | None, temp: float, seed: int):
+        net = self.net
+        soft = None
+        if prev is not None:
+            logits, t_prev, lse = prev
+            w = net.embed_tokens.weight
+            soft = soft_embedding(logits, t_prev, w, self.scale, lse, self.fused_soft).view(*x.shape, -1)
+        hidden = net._run(net.self_conditioning(net.embed(x), soft), self.positions, self.cache, causal=False)
+        logits = net.head(hidden)
+        st = sampler_step(logits, temp, seed)
+        entropy = st.entropy.view(x.shape)
+        sorted_h, order = torch.sort(entropy, dim=-1)
+        chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= self.bound
+        keep = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
+        noise = torch.randint(0, net.config.vocab_size, x.shape, device=x.device)
+        return torch.where(keep, st.sample.view(x.shape), noise), (logits, temp, st.lse)
+
+    def canvas(self, x: torch.Tensor, steps: int, t_min: float = 0.4, t_max: float = 0.8) -> torch.Tensor:
+        prev = None
+        for n in range(steps, 0, -1):
+            x, prev = self.step(x, prev, t_min + (t_max - t_min) * n / steps, seed=n)
+        return x
+
+
+def step_bytes(config: DiffusionGemmaConfig, spec: QuantSpec, canvas: int, prompt: int) -> dict[str, float]:
+    """Bytes one denoise step must move at least: the weights of every expert the canvas touches (almost all
+    of them at 256 tokens x top-8 of 128), the rest of the layers, the embedding twice (head and self-conditioning
+    input), the fp32 logits written once and read twice (sampler, soft embedding), and the cached keys/values."""
+    embed = config.vocab_size * config.hidden_size * 2
+    e, h, ie = config.num_experts, config.hidden_size, config.moe_intermediate_size
+    experts = config.num_hidden_layers * (quantized_bytes((e, 2 * ie, h), spec) + quantized_bytes((e, h, ie), spec))
+    touched = 1 - (1 - config.top_k_experts / e) ** canvas  # expected share of experts used per layer
+    layers = weight_footprint(config, spec).total_bytes - embed - experts * (1 - touched)
+    logits = canvas * config.vocab_size * 4 * 3
+    kv = 0
+    for i in range(config.num_hidden_layers):
+        shape = config.layer_shape(i)
+        keys = prompt if config.layer_types[i] == "full_attention" else min(prompt, config.sliding_window - 1)
+        kv += 2 * keys * shape.num_kv_heads * shape.head_dim * 2
+    weights = layers + 2 * embed
+    return {"weights": weights, "logits": logits, "kv": kv, "total": weights + logits + kv}
+
+
+# ----- (c) transformers' reference step -----
+def transformers_step_ms(
+    config: DiffusionGemmaConfig, layers: int, canvas: int, prompt: int, reps: int, device
+) -> dict:
+    """One decoder step of transformers' DiffusionGemmaForBlockDiffusion in bf16 with `layers` layers."""
+    from transformers import DiffusionGemmaConfig as HFConfig
+    from transformers import DiffusionGemmaForBlockDiffusion, DiffusionGemmaTextConfig
+
+    types = list(config.layer_types[:layers])
+    types[-1] = "full_attention"
+    text = DiffusionGemmaTextConfig(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
+        num_hidden_layers=layers, num_attention_heads=config.num_attention_heads,
+        num_key_value_heads=config.num_key_value_heads, head_dim=config.head_dim,
+        global_head_dim=config.global_head_dim, num_global_key_value_heads=config.num_global_key_value_heads,
+        num_experts=config.num_experts, top_k_experts=config.top_k_experts,
+        moe_intermediate_size=config.moe_intermediate_size, sliding_window=config.sliding_window,
+        layer_types=types, max_position_embeddings=config.max_position_embeddings, pad_token_id=0,
+        eos_token_id=1, bos_token_id=2,
+    )  # fmt: skip
+    vision = dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, head_dim=16, position_embedding_size=64)  # fmt: skip
+    hf_cfg = HFConfig(text_config=text, vision_config=vision, canvas_length=canvas)
+    with torch.device(device):
+        hf = DiffusionGemmaForBlockDiffusion._from_config(hf_cfg, dtype=torch.bfloat16).eval()
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
+    x = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    pos = torch.arange(prompt, prompt + canvas, device=device)[None]
+    with torch.inference_mode():
+        out = hf(input_ids=ids, decoder_input_ids=x)
+        cache, prev = out.past_key_values, out.logits
+        ms = timed(
+            lambda: hf(
+                past_key_values=cache, decoder_input_ids=x, self_conditioning_logits=prev, decoder_position_ids=pos
+            ),
+            reps,
+            torch.device(device),
+        )
+    return {"layers": layers, "step_ms": ms, "step_ms_scaled_to_all_layers": ms * config.num_hidden_layers / layers}
+
+
+# ----- the run -----
+def run(
+    out_path: str | Path,
+    dry_run: bool = False,
+    canvas: int = 256,
+    prompt: int = 512,
+    steps: tuple[int, ...] = (16, 32, 48),
+    ar_tokens: int = 32,
+    reps: int = 10,
+    ref_layers: int = 30,
+    scheme: str = "int4",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Runs every measurement and writes them as JSON to `out_path`; returns them."""
+    if dry_run:
+        device = torch.device("cpu")
+        config = DiffusionGemmaConfig(**TINY, canvas_length=canvas)
+        dtype, reps, copy_bytes = torch.float32, 1, 1 << 20
+        ref_layers = min(ref_layers, config.num_hidden_layers)
+    else:
+        if not torch.cuda.is_available():
+            raise RuntimeError("bench gpu needs a CUDA device (use --dry-run to check the script on the CPU)")
+        device = torch.device("cuda")
+        config = DiffusionGemmaConfig(canvas_length=canvas)
+        dtype, copy_bytes = torch.bfloat16, 1 << 30
+    spec = QuantSpec.of(scheme)
+    t_start = time.perf_counter()
+    res: dict[str, Any] = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+                           "dry_run": dry_run, "scheme": scheme, "canvas": canvas, "prompt": prompt,
+                           "torch": torch.__version__}  # fmt: skip
+    bw = copy_bandwidth(device, copy_bytes, reps)
+    res["copy_bandwidth_GBps"] = bw / 1e9
+    log(f"copy bandwidth: {bw / 1e9:.1f} GB/s")
+
+    res.update(_measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens, reps, bw, log, t_start))
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the int4 model is gone: room for the bf16 reference
+    # (c) transformers, bf16
+    try:
+        res["transformers"] = transformers_step_ms(config, ref_layers, canvas, prompt, max(1, reps // 2), device)
+        res["step_speedup_vs_transformers"] = res["transformers"]["step_ms_scaled_to_all_layers"] / res["step_ms"]
+    except Exception as exc:  # missing transformers (dev extra), or out of memory
+        res["transformers"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    res["wall_s"] = time.perf_counter() - t_start
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    for line in summary(res):
+        log(line)
+    log(f"results written to {out}")
+    return res
+
+
+def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens, reps, bw, log, t_start) -> dict:
+    """Step, canvas, roofline and AR figures of our int4 stack (its memory is freed on return)."""
+    res: dict[str, Any] = {}
+    torch.manual_seed(0)
+    net = random_quantized_model(config, spec, device, dtype)
+    res["weight_GB"] = weight_footprint(config, spec).total_bytes / 1e9
+    if device.type == "cuda":
+        res["gpu_mem_allocated_GB"] = torch.cuda.memory_allocated() / 1e9
+    log(f"model built: {res['weight_GB']:.2f} GB of {spec.scheme} weights ({time.perf_counter() - t_start:.0f} s)")
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
+    x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    with torch.inference_mode():
+        cache = net.new_cache()
+        res["prefill_ms"] = timed(lambda: net.encode(ids, net.new_cache()), max(1, reps // 3), device)
+        net.encode(ids, cache)
+        positions = torch.arange(prompt, prompt + canvas, device=device)[None]
+        den = Denoiser(net, cache, positions)
+        _, prev = den.step(x0, None, 0.8, 0)
+        res["step_ms_probs_then_matmul"] = timed(lambda: den.step(x0, prev, 0.7, 1), reps, device)
+        den.fused_soft = True
+        res["step_ms_fused_soft_embedding"] = timed(lambda: den.step(x0, prev, 0.7, 1), reps, device)
+        den.fused_soft = res["step_ms_fused_soft_embedding"] < res["step_ms_probs_then_matmul"]
+        res["soft_embedding"] = "fused kernel" if den.fused_soft else "probs kernel + matmul"
+        res["step_ms"] = min(res["step_ms_fused_soft_embedding"], res["step_ms_probs_then_matmul"])
+        res["decoder_pass_ms"] = timed(
+            lambda: net.head(net._run(net.self_conditioning(net.embed(x0), None), positions, cache, False)),
+            reps,
+            device,
+        )
+        commit = timed(lambda: net.encode(x0, _fork(cache)), max(1, reps // 3), device)
+        res["commit_ms"] = commit
+        for n in steps:
+            ms = timed(lambda n=n: den.canvas(x0, n), 1 if n > 16 or device.type == "cpu" else 2, device)
+            res[f"canvas_ms_{n}_steps"] = ms + commit
+            res[f"tokens_per_s_{n}_steps"] = canvas / ((ms + commit) / 1e3)
+        # (a) roofline
+        need = step_bytes(config, spec, canvas, prompt)
+        res["step_bytes"] = need
+        res["roofline_step_ms"] = need["total"] / bw * 1e3
+        res["step_fraction_of_roofline"] = res["roofline_step_ms"] / res["step_ms"]
+        # (b) autoregressive decoding, batch 1, one token per forward
+        ar_cache = _fork(cache)
+        tok = ids[:, -1:]
+
+        def ar_tokens_fn():
+            t = tok
+            for _ in range(ar_tokens):
+                t = net.head(net.encode(t, ar_cache)[:, -1:]).argmax(-1)
+            return t
+
+        ms = timed(ar_tokens_fn, 1, device)
+        res["ar_ms_per_token"] = ms / ar_tokens
+        res["ar_tokens_per_s"] = 1e3 / res["ar_ms_per_token"]
+        for n in steps:
+            res[f"speedup_vs_ar_{n}_steps"] = res[f"tokens_per_s_{n}_steps"] / res["ar_tokens_per_s"]
+    return res
+
+
+def _fork(cache: KVCache) -> KVCache:
+    """A copy of the prompt cache that a commit or AR decoding may extend without touching the original."""
+    import copy
+
+    return copy.deepcopy(cache)
+
+
+def summary(res: dict[str, Any]) -> list[str]:
+    lines = [
+        f"device {res['device']}, {res['scheme']} weights {res['weight_GB']:.2f} GB, canvas {res['canvas']}, "
+        f"prompt {res['prompt']}",
+        f"denoise step: {res['step_ms']:.2f} ms (roofline {res['roofline_step_ms']:.2f} ms at "
+        f"{res['copy_bandwidth_GBps']:.0f} GB/s: {100 * res['step_fraction_of_roofline']:.0f} %)",
+    ]
+    for key in sorted(k for k in res if k.startswith("canvas_ms_")):
+        n = key.split("_")[2]
+        lines.append(
+            f"canvas at {n} steps: {res[key]:.1f} ms, {res[f'tokens_per_s_{n}_steps']:.0f} tok/s "
+            f"({res[f'speedup_vs_ar_{n}_steps']:.1f}x AR)"
+        )
+    lines.append(f"AR batch 1: {res['ar_ms_per_token']:.2f} ms/token, {res['ar_tokens_per_s']:.0f} tok/s")
+    ref = res["transformers"]
+    if "error" in ref:
+        lines.append(f"transformers: not measured ({ref['error']})")
+    else:
+        scaled = "" if ref["layers"] == 30 else f" ({ref['layers']} layers, scaled to all)"
+        lines.append(
+            f"transformers bf16 step: {ref['step_ms_scaled_to_all_layers']:.2f} ms{scaled}; "
+            f"ours {res['step_speedup_vs_transformers']:.2f}x faster"
+        )
+    return lines
+
+
+def main(dry_run: bool, out: str, ref_layers: int = 30, reps: int = 10) -> int:
+    """Entry point of `diffill bench gpu` (and bench/gpu.sh)."""
+    sizes = DRY_RUN_SIZES if dry_run else {}
+    run(out, dry_run=dry_run, ref_layers=ref_layers, reps=reps, **sizes)
+    return 0

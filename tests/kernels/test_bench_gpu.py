@@ -1,0 +1,26 @@
+"""The GPU benchmark's script runs end to end on the CPU (tiny config, torch reference paths) and writes its
+results; and its byte model of a step covers the 26B-A4B weights."""
+
+import json
+
+from diffill.lsp.cli import main
+from diffill.model import DiffusionGemmaConfig
+from diffill.model.bench_gpu import step_bytes
+from diffill.model.quant import QuantSpec
+
+
+def test_dry_run_writes_every_figure(tmp_path):
+    out = tmp_path / "gpu.json"
+    assert main(["bench", "gpu", "--dry-run", "--out", str(out), "--reps", "1"]) == 0
+    res = json.loads(out.read_text())
+    for key in ("copy_bandwidth_GBps", "step_ms", "roofline_step_ms", "step_fraction_of_roofline",
+                "canvas_ms_2_steps", "tokens_per_s_3_steps", "ar_tokens_per_s", "speedup_vs_ar_2_steps",
+                "transformers", "wall_s"):  # fmt: skip
+        assert key in res, key
+    assert res["dry_run"] and res["step_ms"] > 0
+
+
+def test_step_bytes_of_the_real_model():
+    need = step_bytes(DiffusionGemmaConfig(), QuantSpec.of("int4"), canvas=256, prompt=512)
+    assert 14e9 < need["weights"] < 16e9  # ~12.8 GB of int4 layers (all experts touched) + the embedding twice
+    assert need["logits"] == 256 * 262_144 * 4 * 3
