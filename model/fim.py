@@ -23,8 +23,8 @@ def build_prompt(
     """At most `budget` tokens: the suffix's head (<= max_suffix), context blocks, then the prefix's tail."""
     suffix = suffix_ids[:max_suffix]
     head = [BOS]
-    for block in context or []:
-        head += [FILE_SEP, *block]
+    for ctx in context or []:
+        head += [FILE_SEP, *ctx]
     fixed = len(head) + 2 + len(suffix)
     if fixed >= budget:  # context never crowds out the code itself
         head = [BOS]
