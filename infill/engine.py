@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_prompt
 from diffill.model.prompt_cache import PromptCache
-from diffill.model.tokenizer import CodeTokenizer
+from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import context
 from .context import RecentEdits
@@ -50,6 +50,14 @@ def _line_end(text: str, offset: int) -> int:
     nl = text.find("\n", offset)
     end = len(text) if nl < 0 else nl
     return end - 1 if end > offset and text[end - 1] == "\r" else end
+
+
+KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
+
+
+def _is_known_tail(tail: str) -> bool:
+    """Text after the cursor that a completion must end with: short runs of closers and punctuation."""
+    return 0 < len(tail) <= 8 and set(tail) <= KNOWN_TAIL
 
 
 def _prefix_window(text: str, offset: int, chars: int) -> str:
@@ -100,6 +108,26 @@ class CompletionEngine:
             self._context_stamp = stamp
         return self._context
 
+    def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel) -> list[int]:
+        """Denoise again with the text after the cursor pinned where the model ended its line, then EOS: the
+        known closing brackets are held fixed on the canvas and the model fills what comes before them."""
+        tail_ids = self.tokenizer.encode(tail)
+        if len(tail_ids) + 2 > canvas:
+            return ids
+        start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
+        pins = {start + i: t for i, t in enumerate(tail_ids)}
+        pins[start + len(tail_ids)] = EOS
+        return self.model.generate(
+            prompt,
+            max_new_tokens=canvas,
+            seed=self.options.seed,
+            steps=self.options.steps,
+            canvas_length=canvas,
+            pinned=pins,
+            cancel=cancel,
+            cache=cache,
+        )
+
     def complete(
         self,
         doc: SyntaxDocument,
@@ -130,6 +158,9 @@ class CompletionEngine:
                 cancel=cancel,
                 cache=cache,
             )
+            tail = text[offset:suffix_start].rstrip() if span.kind == "line" else ""
+            if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
+                ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel)
         t2 = time.perf_counter()
         raw = self.tokenizer.decode(ids)
         # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line

@@ -1,0 +1,98 @@
+"""The engine end to end on a small random model: spans, the known tail pinned on the canvas, cache reuse."""
+
+import pytest
+import torch
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine, EngineOptions, _is_known_tail
+from diffill.model import DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, SamplerConfig
+from diffill.model.tokenizer import CodeTokenizer
+
+CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = call(arg, other)\n"] * 30
+
+
+@pytest.fixture(scope="module")
+def engine():
+    tok = CodeTokenizer.train(CODE, vocab_size=300)
+    cfg = DiffusionGemmaConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        global_head_dim=16,
+        num_global_key_value_heads=1,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=16,
+        sliding_window=16,
+        canvas_length=12,
+    )
+    torch.manual_seed(0)
+    net = DiffusionGemma(cfg).eval()
+    for p in net.parameters():
+        torch.nn.init.normal_(p, 0, 0.4)
+    model = DiffusionModel(net, SamplerConfig(eos_token_ids=[1], pad_token_id=0))
+    return CompletionEngine(model, tok, EngineOptions(steps=4))
+
+
+@pytest.mark.parametrize(
+    "tail, known",
+    [
+        (")", True),
+        ("):", True),
+        ('")', True),
+        ("]:", True),
+        ("", False),
+        ("x)", False),
+        (") + y", False),
+        (")" * 9, False),
+    ],
+)
+def test_known_tail(tail, known):
+    assert _is_known_tail(tail) is known
+
+
+def test_pinned_tail_is_kept_at_the_end_of_the_line(engine):
+    calls = []
+    real = engine.model.generate
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("pinned"))
+        out = real(*args, **kwargs)
+        calls[-1] = (kwargs.get("pinned"), out)
+        return out
+
+    engine.model.generate = spy
+    try:
+        text = "print(value)\nx = call(\nitems = [a]\n"
+        offset = text.index("call(") + 5
+        doc = SyntaxDocument(text[:offset] + "))" + text[offset:], "python")
+        engine.complete(doc, offset, key="t")
+    finally:
+        engine.model.generate = real
+    free = engine.tokenizer.decode(calls[0][1])
+    if free.rstrip().endswith("))"):
+        assert len(calls) == 1
+    else:  # the free run did not end with "))": a second run holds it fixed, then EOS
+        pins, out = calls[1]
+        tail_ids = engine.tokenizer.encode("))")
+        start = min(pins)
+        assert out[start : start + len(tail_ids)] == tail_ids
+        assert engine.tokenizer.decode(out).endswith("))")
+
+
+def test_completion_offsets_and_cache_reuse(engine):
+    text = "def f(x):\n    return g(x)\n\nname = call(arg"
+    doc = SyntaxDocument(text, "python")
+    before = engine.prompt_cache.encoded_tokens
+    first = engine.complete(doc, len(text), key="doc")
+    encoded_first = engine.prompt_cache.encoded_tokens - before
+    doc2 = SyntaxDocument(text + ",", "python")
+    engine.complete(doc2, len(text) + 1, key="doc")
+    encoded_second = engine.prompt_cache.encoded_tokens - before - encoded_first
+    assert 0 < encoded_second <= 3 < encoded_first
+    if first is not None:
+        assert first.start == len(text) and first.end >= first.start
