@@ -8,11 +8,22 @@ is the one place that converts between those and Python string offsets.
 from __future__ import annotations
 
 import bisect
+import logging
+import re
+import time
 
 import tree_sitter
 
 from diffill.infill.languages import parser_for
-from diffill.infill.text import line_starts, prefix_for_units, unit_len, utf8
+from diffill.infill.text import line_starts, unit_len, utf8
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+log = logging.getLogger(__name__)
+
+# tree-sitter can take seconds on pathological input (a 5 MB string literal: ~9 s to parse, ~15 s to reparse after
+# one edit, all on the server's event loop). Large documents get a time budget; past it they stay plain text.
+BUDGETED_PARSE_BYTES = 256 * 1024
+PARSE_BUDGET_S = 0.5
 
 
 def count_tree_errors(tree: tree_sitter.Tree | None) -> int:
@@ -37,6 +48,33 @@ def count_errors(language: str | None, text: str) -> int:
     return count_tree_errors(parser_for(language).parse(utf8(text)))
 
 
+def _prefix_for_units(s: str, units: int, encoding: str) -> int:
+    """How many code points of `s` fit in `units` units, rounding down inside a character.
+
+    Counts per code point, so a lone surrogate (valid in JSON-decoded LSP text) is one UTF-16 unit and three UTF-8
+    bytes, as `unit_len` counts it; decoding a truncated encoding with errors="ignore" dropped it instead and
+    shifted every later position on the line.
+    """
+    if units <= 0:
+        return 0
+    if encoding == "utf-32" or s.isascii():
+        return min(units, len(s))
+    if encoding == "utf-16":
+        k = units  # each astral character before the cut takes one more unit than its one code point
+        for m in _ASTRAL.finditer(s):
+            if m.start() >= k:
+                break
+            k -= 1
+        return min(k, len(s))
+    if encoding == "utf-8":
+        data = utf8(s)
+        cut = min(units, len(data))
+        while cut < len(data) and cut > 0 and (data[cut] & 0xC0) == 0x80:  # back to a character boundary
+            cut -= 1
+        return len(data[:cut].decode("utf-8", "surrogatepass"))
+    raise ValueError(f"unknown position encoding {encoding!r}")
+
+
 def _point(data: bytes, byte: int) -> tuple[int, int]:
     """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only."""
     return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
@@ -50,14 +88,31 @@ class SyntaxDocument:
         self.text = text
         self._data = utf8(text)
         self._starts: list[int] | None = None
+        self.parse_abandoned = False  # the parse ran past its budget once: no tree from then on
         self.tree: tree_sitter.Tree | None = self._parse(None)
 
     # -- parsing -------------------------------------------------------------------------------------------------
     def _parse(self, old: tree_sitter.Tree | None) -> tree_sitter.Tree | None:
-        if self.language is None:
+        if self.language is None or self.parse_abandoned:
             return None
         parser = parser_for(self.language)
-        return parser.parse(self._data, old) if old is not None else parser.parse(self._data)
+        data = self._data
+        if len(data) < BUDGETED_PARSE_BYTES:
+            return parser.parse(data, old) if old is not None else parser.parse(data)
+        deadline = time.monotonic() + PARSE_BUDGET_S
+        try:  # (a progress callback needs the chunked form of parse)
+            read = lambda byte, _point: data[byte : byte + 65536]
+            stop = lambda *_: time.monotonic() > deadline
+            if old is None:
+                return parser.parse(read, progress_callback=stop)
+            return parser.parse(read, old, progress_callback=stop)
+        except ValueError:
+            parser.reset()  # else the shared parser would resume this parse on the next document
+            self.parse_abandoned = True
+            log.warning(
+                "%s parse of %d bytes ran past %.1f s: kept as plain text", self.language, len(data), PARSE_BUDGET_S
+            )
+            return None
 
     @property
     def source(self) -> bytes:
@@ -135,7 +190,7 @@ class SyntaxDocument:
         if line >= self.line_count:
             return len(self.text)
         start = self.line_starts[line]
-        return start + prefix_for_units(self.line_text(line), char, encoding)
+        return start + _prefix_for_units(self.line_text(line), char, encoding)
 
     def position_at(self, offset: int, encoding: str = "utf-16") -> tuple[int, int]:
         """LSP (line, character) of a string offset (clamped to the document); inside a CRLF maps to the line end."""

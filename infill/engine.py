@@ -16,9 +16,9 @@ from diffill.model.fim import build_prompt
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
-from . import context
+from . import context, edits
 from .context import RecentEdits
-from .document import SyntaxDocument
+from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .postprocess import postprocess
 from .spans import select_span
@@ -127,6 +127,51 @@ class CompletionEngine:
             cancel=cancel,
             cache=cache,
         )
+
+    def edit(
+        self,
+        doc: SyntaxDocument,
+        offset: int,
+        rename: tuple[str, str],
+        cancel: Callable[[], bool] | None = None,
+        key: str | None = None,
+        max_canvas: int = 96,
+    ) -> Completion | None:
+        """An inline edit that carries a rename (old -> new) into the lines below the cursor, or None."""
+        old, new = rename
+        text = doc.text
+        region = edits.find_region(text, offset, old)
+        if region is None:
+            return None
+        new_ids = self.tokenizer.encode(new)
+        ids, pinned, slots = edits.canvas_layout(text, region, new_ids, self.tokenizer.encode)
+        if len(ids) + 1 > max_canvas:
+            return None
+        pins = {i: t for i, (t, keep) in enumerate(zip(ids, pinned, strict=True)) if keep}
+        pins[len(ids)] = EOS
+        prompt = self.prompt_for(text, offset, region.end)
+        with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
+            out = self.model.generate(
+                prompt,
+                max_new_tokens=len(ids) + 1,
+                seed=self.options.seed,
+                steps=self.options.steps,
+                canvas_length=len(ids) + 1,
+                pinned=pins,
+                cancel=cancel,
+                cache=cache,
+                trim=False,
+            )
+        fills = [self.tokenizer.decode(out[a:b]) for a, b in slots]
+        if not all(edits.WORD.fullmatch(f) for f in fills):
+            return None
+        replacement = edits.apply_fill(text, region, fills)
+        if replacement == text[region.start : region.end]:
+            return None
+        edited = text[: region.start] + replacement + text[region.end :]
+        if doc.language and count_errors(doc.language, edited) > count_errors(doc.language, text):
+            return None
+        return Completion(start=region.start, end=region.end, text=replacement, kind="edit")
 
     def complete(
         self,

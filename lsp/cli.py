@@ -121,6 +121,13 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_soak(args: argparse.Namespace) -> int:
+    from .soak import run
+
+    report = run(requests=args.requests, seed=args.seed, steps=args.steps, cancel_rate=args.cancel_rate)
+    return 0 if report.exit_code == 0 and report.documents_consistent else 1
+
+
 def _bench_lsp(args: argparse.Namespace) -> int:
     import json
 
@@ -184,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
     bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
     bl.set_defaults(func=_bench_lsp)
+    bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
+    bs.add_argument("--requests", type=int, default=10_000)
+    bs.add_argument("--seed", type=int, default=0)
+    bs.add_argument("--steps", type=int, default=4, help="denoising steps per completion")
+    bs.add_argument("--cancel-rate", type=float, default=0.1, help="share of requests cancelled at once")
+    bs.set_defaults(func=_bench_soak)
 
     train = sub.add_parser("train", help="build the corpus, train and export the embedded model")
     tsub = train.add_subparsers(dest="what", required=True)

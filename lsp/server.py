@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import threading
 import time
 import uuid
@@ -20,12 +22,16 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from diffill.infill.context import RecentEdits
 from diffill.infill.document import SyntaxDocument
+from diffill.infill.edits import RenameTracker
 from diffill.infill.engine import Completion, CompletionEngine, EngineOptions
 from diffill.infill.languages import language_for
+from diffill.infill.workspace import WorkspaceIndex
 from diffill.model.sampler import Cancelled
 
 from .cache import TypedAheadCache
+from .protocol import BoundedReader, DiffillProtocol, report_error
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, parse_settings
 
@@ -46,11 +52,17 @@ class DocState:
     version: int = 0  # bumped on every change (ours, not the client's)
     last_latency_ms: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    renames: RenameTracker = field(default_factory=RenameTracker)  # identifiers being renamed (inline edits)
 
 
 class DiffillServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("diffill", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "diffill",
+            VERSION,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=DiffillProtocol,
+        )
         self.settings = Settings()
         self.docs: dict[str, DocState] = {}
         self.cache = TypedAheadCache()
@@ -60,8 +72,14 @@ class DiffillServer(LanguageServer):
         self.model_error: str | None = None
         self._load_lock = threading.Lock()
         self.stats = {"requests": 0, "model_calls": 0, "cache_hits": 0, "cancelled": 0, "stale": 0, "errors": 0}
+        self.workspace_index: WorkspaceIndex | None = None
+        self.recent = RecentEdits()
+        self.context_enabled = False
 
     # ----- helpers -----
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        report_error(self.protocol, error)  # a parse error reply, else a log line: never a popup for client bugs
+
     @property
     def encoding(self) -> str:
         enc = self.workspace.position_encoding if self._workspace_ready() else None
@@ -99,6 +117,44 @@ class DiffillServer(LanguageServer):
         s = self.settings
         return EngineOptions(steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens)
 
+    # ----- workspace context -----
+    def start_workspace_index(self) -> None:
+        """Indexes the workspace folders in the background, then keeps the index fresh with a file watcher."""
+        roots = [to_fs_path(f.uri) for f in self.workspace.folders.values()] if self._workspace_ready() else []
+        if not roots and self._workspace_ready() and self.workspace.root_path:
+            roots = [self.workspace.root_path]
+        roots = [r for r in roots if r and os.path.isdir(r)]
+        if not roots:
+            return
+        index = WorkspaceIndex(roots)
+        self.workspace_index = index
+
+        def run() -> None:
+            try:
+                index.start()
+                log.info("workspace index: %d files, %d definitions", index.file_count(), index.chunk_count())
+            except Exception:
+                log.exception("workspace index failed")
+
+        threading.Thread(target=run, name="diffill-index", daemon=True).start()
+        if self.engine is not None:
+            self.engine.workspace = index
+
+    def _make_engine(self, loaded) -> CompletionEngine:
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+        # Cross-file context only for models trained with it (it shifts the prompt of the others).
+        self.context_enabled = loaded.trained_with_context
+        if self.context_enabled:
+            engine.options.context_tokens = 96
+        engine.workspace = self.workspace_index
+        engine.recent = self.recent
+        return engine
+
+    def _record_edits(self, uri: str, params: types.DidChangeTextDocumentParams, state: DocState) -> None:
+        for change in params.content_changes[-1:]:
+            line = change.range.start.line if isinstance(change, types.TextDocumentContentChangePartial) else 0
+            self.recent.record(to_fs_path(uri) or uri, state.doc.text, line)
+
     # ----- model loading -----
     def load_model_async(self) -> None:
         threading.Thread(target=self._load_model, name="diffill-load", daemon=True).start()
@@ -121,21 +177,21 @@ class DiffillServer(LanguageServer):
                         self.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
 
                 loaded = runtime.load(self.settings.model, self.settings.device, self.settings.threads, on_progress)
-                self.engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+                self.engine = self._make_engine(loaded)
                 self.model_state = f"ready ({loaded.source} on {loaded.device})"
                 self.model_error = None
                 log.info("model %s", self.model_state)
             except Exception as exc:  # the server stays up; the user sees why
-                self.model_error = str(exc)
+                self.model_error = _describe(exc)
                 log.exception("model load failed")
-                self.show(f"could not load model {source!r}: {exc}")
+                self.show(f"could not load model {source!r}: {self.model_error}")
                 if self.engine is not None:  # keep serving with the model already loaded
                     self.model_state = "ready (previous model kept)"
                 elif self.settings.model:
                     self.model_state = "loading (embedded fallback)"
                     try:
                         loaded = runtime.load("", "cpu", self.settings.threads)
-                        self.engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+                        self.engine = self._make_engine(loaded)
                         self.model_state = "ready (embedded fallback)"
                         self.show("using the embedded model instead", types.MessageType.Warning)
                     except Exception:
@@ -165,8 +221,12 @@ class DiffillServer(LanguageServer):
         text = item.text
         if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
             log.warning("%s: %d bytes, too large: completions off for it", item.uri, len(text))
+            self.close_document(item.uri)  # a re-open must not leave the older text behind
             return
-        lang = language_for(item.language_id, to_fs_path(item.uri) or item.uri)
+        try:
+            lang = language_for(item.language_id, to_fs_path(item.uri) or item.uri)
+        except ValueError:  # a URI urllib cannot split (`file://[x`): the languageId alone decides
+            lang = language_for(item.language_id)
         self.docs[item.uri] = DocState(_syntax_document(item.uri, text, lang), item.language_id)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
@@ -181,14 +241,23 @@ class DiffillServer(LanguageServer):
             for change in params.content_changes:
                 if isinstance(change, types.TextDocumentContentChangePartial):
                     r = change.range
+                    before = state.doc.text
+                    at = state.doc.offset_at(r.start.line, r.start.character, self.encoding)
                     state.doc.apply_change(
                         r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
                     )
+                    state.renames.observe(before, state.doc.text, at)
                 else:
                     state.doc.replace_all(change.text)
-        except Exception:  # never lose the document: resynchronise from pygls' own copy of the text
-            log.exception("%s: incremental update failed; resynchronising", uri)
-            state.doc = _syntax_document(uri, self.workspace.get_text_document(uri).source, state.doc.language)
+                    state.renames.session = None
+        except Exception:  # never lose the document: reparse our own text (edited before the tree is touched)
+            # (pygls' copy is no fallback: it splits lines like str.splitlines and may be missing.)
+            log.exception("%s: incremental update failed; reparsing", uri)
+            state.doc = _syntax_document(uri, state.doc.text, state.doc.language)
+        self._record_edits(uri, params, state)
+        if len(state.doc.source) > MAX_DOCUMENT_BYTES:
+            log.warning("%s: grew past %d bytes: completions off for it", uri, MAX_DOCUMENT_BYTES)
+            self.close_document(uri)
 
     def close_document(self, uri: str) -> None:
         self.scheduler.cancel(uri)
@@ -225,9 +294,16 @@ class DiffillServer(LanguageServer):
         started = time.perf_counter()
         try:
             self.stats["model_calls"] += 1
-            result = await loop.run_in_executor(
-                self.scheduler.executor, lambda: engine.complete(state.doc, offset, cancel=token, key=uri)
-            )
+            rename = state.renames.rename_at(text, offset)
+
+            def work():
+                if rename is not None:  # a rename in progress: carry it into the lines below, if the model agrees
+                    edited = engine.edit(state.doc, offset, rename, cancel=token, key=uri)
+                    if edited is not None:
+                        return edited
+                return engine.complete(state.doc, offset, cancel=token, key=uri, path=to_fs_path(uri))
+
+            result = await loop.run_in_executor(self.scheduler.executor, work)
         except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
             token.cancel()
             self.stats["cancelled"] += 1
@@ -275,6 +351,7 @@ def on_initialize(ls: DiffillServer, params: types.InitializeParams) -> None:
 @server.feature(types.INITIALIZED)
 def on_initialized(ls: DiffillServer, params: types.InitializedParams) -> None:
     ls.load_model_async()
+    ls.start_workspace_index()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -342,11 +419,33 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "last_latency_ms": max((d.last_latency_ms for d in ls.docs.values()), default=0.0),
         "stats": dict(ls.stats),
         "position_encoding": ls.encoding,
+        "workspace": {
+            "files": ls.workspace_index.file_count() if ls.workspace_index else 0,
+            "definitions": ls.workspace_index.chunk_count() if ls.workspace_index else 0,
+            "context": ls.context_enabled,
+        },
     }
 
 
 def run(tcp_port: int | None = None) -> None:
     if tcp_port is None:
-        server.start_io()
+        server.start_io(BoundedReader(sys.stdin.buffer))
     else:
         server.start_tcp("127.0.0.1", tcp_port)
+
+
+if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered in normal use
+
+    @server.feature("diffill/documentText")
+    def on_document_text(ls: DiffillServer, params: Any = None) -> dict[str, Any] | None:
+        """The server's copy of a document ({text, version}), or None: lets tests compare it with a reference."""
+        uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+        state = ls.docs.get(uri) if isinstance(uri, str) else None
+        return None if state is None else {"text": state.doc.text, "version": state.version}
+
+
+def _describe(exc: BaseException) -> str:
+    """The user-facing reason for a failed load: MemoryError() has no message, and the type alone says little."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return f"out of memory ({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
+    return str(exc) or type(exc).__name__

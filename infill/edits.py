@@ -1,0 +1,136 @@
+"""Inline edits: when the code just changed and nearby code must follow, rewrite that code on the canvas.
+
+The case handled is a rename in progress: the user edits an identifier (a variable, a parameter) and the lines
+below still use the old name. The region from the cursor to the last line that uses the old name is put on the
+canvas with every other token pinned and the old name's slots noised (as many slots as the new name needs);
+the model fills them from the prompt, which holds the edited line. The answer is an inline completion whose
+range replaces the region (editors show it as a replacement).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_REGION_LINES = 20
+
+
+def _word_at(text: str, pos: int) -> tuple[int, int]:
+    """Span of the identifier touching `pos` (start == end when there is none)."""
+    start = pos
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    end = pos
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    if start < end and not (text[start].isalpha() or text[start] == "_"):
+        return pos, pos
+    return start, end
+
+
+@dataclass
+class RenameSession:
+    old: str  # the identifier before the user started editing it
+    start: int  # its span in the current text
+    end: int
+
+
+class RenameTracker:
+    """Follows keystrokes inside one identifier and remembers what it was called before they began."""
+
+    def __init__(self) -> None:
+        self.session: RenameSession | None = None
+        self._cursor = -1  # where the previous change ended: typing continues there
+
+    def observe(self, before: str, after: str, p: int) -> None:
+        """Called with the document text before and after one change that starts at string offset `p`."""
+        old_lo, old_hi = _word_at(before, p)
+        new_lo, new_hi = _word_at(after, p)
+        deleting = len(after) < len(before)
+        # A word being typed from scratch is no rename: a session starts only when the user goes back to an
+        # existing name (the edit does not continue the previous one) or deletes part of it.
+        continuing = p == self._cursor and not deleting
+        self._cursor = p + max(0, len(after) - len(before))
+        sess = self.session
+        if new_lo == new_hi:  # no identifier touches the edit any more
+            if sess is not None and sess.start <= p <= sess.end:
+                sess.start = sess.end = p  # the whole name was deleted: the next keystrokes retype it
+            else:
+                self.session = None
+            return
+        if sess is not None and sess.start <= p <= sess.end:
+            sess.start, sess.end = new_lo, new_hi
+        elif old_lo < old_hi and not continuing:
+            self.session = RenameSession(before[old_lo:old_hi], new_lo, new_hi)
+        else:
+            self.session = None
+
+    def rename_at(self, text: str, offset: int) -> tuple[str, str] | None:
+        """(old, new) when the cursor sits at the end of an identifier the user renamed."""
+        sess = self.session
+        if sess is None or not (sess.start <= offset <= sess.end) or sess.end > len(text):
+            return None
+        new = text[sess.start : sess.end]
+        if offset != sess.end or not WORD.fullmatch(new) or new == sess.old or not sess.old:
+            return None
+        return sess.old, new
+
+
+@dataclass
+class EditRegion:
+    start: int  # string offsets of the region to rewrite (starts at the cursor)
+    end: int
+    occurrences: list[tuple[int, int]]  # spans of the old name inside text[start:end] (absolute offsets)
+
+
+def find_region(text: str, offset: int, old: str, max_lines: int = MAX_REGION_LINES) -> EditRegion | None:
+    """The text from the cursor to the end of the last line (within `max_lines`) that still uses `old`."""
+    limit = offset
+    for _ in range(max_lines):
+        nl = text.find("\n", limit + 1)
+        if nl < 0:
+            limit = len(text)
+            break
+        limit = nl
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
+    occ = [(m.start(), m.end()) for m in pattern.finditer(text, offset, limit)]
+    if not occ:
+        return None
+    end = text.find("\n", occ[-1][1])
+    return EditRegion(offset, len(text) if end < 0 else end, occ)
+
+
+def canvas_layout(
+    text: str, region: EditRegion, new_ids: list[int], encode
+) -> tuple[list[int], list[bool], list[tuple[int, int]]]:
+    """(canvas ids, pinned flags, slot spans): the region tokenized piece by piece, each occurrence of the old
+    name replaced by len(new_ids) open slots (placeholders, noised by the sampler), everything else pinned."""
+    ids: list[int] = []
+    pinned: list[bool] = []
+    slots: list[tuple[int, int]] = []
+    pos = region.start
+    for lo, hi in region.occurrences:
+        piece = encode(text[pos:lo]) if lo > pos else []
+        ids += piece
+        pinned += [True] * len(piece)
+        slots.append((len(ids), len(ids) + len(new_ids)))
+        ids += list(new_ids)  # placeholder values; the sampler starts these slots from noise
+        pinned += [False] * len(new_ids)
+        pos = hi
+    tail = encode(text[pos : region.end]) if region.end > pos else []
+    ids += tail
+    pinned += [True] * len(tail)
+    return ids, pinned, slots
+
+
+def apply_fill(text: str, region: EditRegion, fills: list[str]) -> str:
+    """The region's new text with each occurrence replaced by its filled slot text."""
+    out = []
+    pos = region.start
+    for (lo, hi), fill in zip(region.occurrences, fills, strict=True):
+        out.append(text[pos:lo])
+        out.append(fill)
+        pos = hi
+    out.append(text[pos : region.end])
+    return "".join(out)

@@ -1,0 +1,136 @@
+"""JSON-RPC hardening over pygls: every request gets an answer, and no input can take the daemon down.
+
+pygls 2.1 drops a request whose params do not match the LSP types without answering it (the editor waits forever),
+pops up "Error in server" for every malformed message, answers nothing after `shutdown`, lets a nested object that
+happens to hold a "jsonrpc" key break the whole message, and allocates whatever Content-Length a client announces
+(a huge one kills the process with MemoryError). This module closes those holes without forking pygls.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any, BinaryIO
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+log = logging.getLogger("diffill")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # larger bodies are refused (documents over 8 MB are not parsed anyway)
+MAX_HEADER_LINE = 64 * 1024
+
+
+class BoundedReader:
+    """stdin for pygls' message loop with limits: header lines are read in bounded chunks, and a body announced
+    larger than MAX_MESSAGE_BYTES is not read at all (answered as a parse error; the stream resynchronises on the
+    next well-formed header)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        return self.raw.readline(MAX_HEADER_LINE)
+
+    def read(self, n: int) -> bytes:
+        if n > MAX_MESSAGE_BYTES:
+            log.error("refused a message of %d bytes (limit %d)", n, MAX_MESSAGE_BYTES)
+            return b" "  # not JSON: reported as a parse error by the message loop
+        return self.raw.read(n)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+class DiffillProtocol(LanguageServerProtocol):
+    """LanguageServerProtocol that structures whole messages only and answers every request it cannot run."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # pygls passes this as json's object_hook (every object, innermost first): keep objects plain here and
+        # structure the whole message once in handle_message, where a failure can still be answered.
+        return data
+
+    def handle_message(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            self._refuse(None, JsonRpcInvalidRequest("a JSON-RPC message must be an object"))
+            return
+        is_request = "method" in message and "id" in message
+        if "method" in message and "params" not in message:
+            message = {**message, "params": None}  # params are optional in JSON-RPC; pygls' types insist on them
+        msg_id = message.get("id")
+        if message.get("jsonrpc") != self.VERSION:
+            if is_request or not ("method" in message or "result" in message or "error" in message):
+                self._refuse(msg_id, JsonRpcInvalidRequest('"jsonrpc": "2.0" is required'))
+            return
+        if "id" in message and not _valid_id(msg_id):  # cattrs lets any id through; pygls then fails to answer
+            if "method" in message:
+                self._refuse(None, JsonRpcInvalidRequest(f"invalid id {msg_id!r}"))
+            return
+        try:
+            structured = super().structure_message(message)
+        except JsonRpcException as exc:
+            log.warning("malformed %s: %s", message.get("method", "message"), exc)
+            if is_request:
+                self._refuse(msg_id, exc)
+            return
+        except Exception as exc:  # unhashable method names and the like
+            log.warning("malformed message: %r", exc)
+            if is_request:
+                self._refuse(msg_id, JsonRpcInvalidRequest(str(exc)))
+            return
+        if self._shutdown and is_request:
+            self._refuse(msg_id, JsonRpcInvalidRequest("the server is shutting down"))
+            return
+        super().handle_message(structured)
+
+    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        send_error(self, msg_id if _valid_id(msg_id) else None, error)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        """pygls' copy refuses some URIs (`file://[x` raises in urlparse): diffill's own documents still get them."""
+        try:
+            self.workspace.put_text_document(params.text_document)
+        except Exception as exc:
+            log.debug("pygls could not open %s: %r", params.text_document.uri, exc)
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        """pygls' copy of the text may refuse an edit (unknown document): diffill's own documents still see it.
+
+        pygls' position codec also writes into the client's Position when the character is past the line end (and
+        clamps it one short), which shifted the edit diffill then applied: pygls gets a copy.
+        """
+        try:
+            for change in copy.deepcopy(params.content_changes):
+                self.workspace.update_text_document(params.text_document, change)
+        except Exception as exc:
+            log.debug("pygls could not apply a change to %s: %r", params.text_document.uri, exc)
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+
+def send_error(protocol: LanguageServerProtocol, msg_id: int | str | None, error: JsonRpcException) -> None:
+    """An error response; with `"id": null` written out when the request's id is unknown, as JSON-RPC requires
+    (pygls' converter would drop the null id)."""
+    if msg_id is not None:
+        protocol._send_response(msg_id, error=error.to_response_error())
+        return
+    body = {"code": error.code, "message": error.message or type(error).__name__}
+    protocol._send_data({"jsonrpc": "2.0", "id": None, "error": body})
+
+
+def report_error(protocol: LanguageServerProtocol, error: Exception) -> None:
+    """The server's error reporter: a body that is not JSON (or not UTF-8) gets the JSON-RPC parse error reply
+    (id null); everything else is logged, not popped up: a malformed message is the client's bug, not the user's."""
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        log.warning("unparseable message: %s", error)
+        send_error(protocol, None, JsonRpcParseError(str(error)))
+        return
+    log.error("server error: %r", error)

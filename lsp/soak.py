@@ -1,0 +1,171 @@
+"""`diffill bench soak`: many completions with random edits and cancels against one `diffill serve` process.
+
+A daemon that lives as long as the editor must not grow, leak threads or descriptors, or slow down. This drives the
+real server over stdio as an editor would (type, request, sometimes cancel or supersede, sometimes close and reopen a
+file) and reports, from /proc: RSS after warm-up and at the end, threads and open descriptors, and the p50/p95 latency
+of the first and the last window of requests (1000, or a third of the run when shorter).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from .wire import RawClient, proc_figures
+
+SNIPPETS = [
+    "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.",
+    "def add(a, b):\n    return ",
+    "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.",
+]
+TYPED = "value = compute(items, key=lambda item: item.name)\nresult.append(value)\n"
+
+
+@dataclass
+class SoakReport:
+    requests: int
+    answered: int = 0
+    cancelled: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    warm: dict = field(default_factory=dict)  # /proc figures after warm-up
+    end: dict = field(default_factory=dict)
+    peak_rss_kb: int = 0
+    window: int = 0
+    first_p50_ms: float = 0.0
+    first_p95_ms: float = 0.0
+    last_p50_ms: float = 0.0
+    last_p95_ms: float = 0.0
+    documents_consistent: bool = True
+    exit_code: int | None = None
+    exit_seconds: float = 0.0
+
+    @property
+    def rss_growth(self) -> float:
+        return (self.end["rss_kb"] - self.warm["rss_kb"]) / max(1, self.warm["rss_kb"])
+
+    def lines(self) -> list[str]:
+        return [
+            f"requests {self.requests} in {self.seconds:.1f} s: {self.answered} answered, {self.cancelled} cancelled, "
+            f"{self.errors} errors",
+            f"RSS {self.warm['rss_kb'] / 1024:.1f} MiB after warm-up -> {self.end['rss_kb'] / 1024:.1f} MiB at the end "
+            f"({100 * self.rss_growth:+.1f} %), peak {self.peak_rss_kb / 1024:.1f} MiB",
+            f"threads {self.warm['threads']} -> {self.end['threads']}, open fds {self.warm['fds']} -> {self.end['fds']}",
+            f"latency first {self.window}: p50 {self.first_p50_ms:.1f} ms, p95 {self.first_p95_ms:.1f} ms; "
+            f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms",
+            f"documents match the client: {self.documents_consistent}; exit code {self.exit_code} "
+            f"after {self.exit_seconds:.2f} s",
+            json.dumps({**asdict(self), "rss_growth": round(self.rss_growth, 4)}),
+        ]
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return round(s[min(len(s) - 1, int(len(s) * q))], 1) if s else 0.0
+
+
+def _position(text: str, offset: int) -> dict:
+    before = text[:offset]  # ASCII only: code points are UTF-16 units
+    return {"line": before.count("\n"), "character": offset - (before.rfind("\n") + 1)}
+
+
+class _Doc:
+    def __init__(self, uri: str, text: str) -> None:
+        self.uri, self.text, self.cursor, self.typed = uri, text, len(text), 0
+
+
+def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
+    """One keystroke-like edit at the cursor (type, backspace, newline), or now and then a jump elsewhere."""
+    roll = rng.random()
+    if roll < 0.05:
+        doc.cursor = rng.randint(0, len(doc.text))
+        return
+    if roll < 0.15 and doc.cursor > 0:
+        start, new = doc.cursor - 1, ""
+    else:
+        start, new = doc.cursor, TYPED[doc.typed % len(TYPED)]
+        doc.typed += 1
+    a, b = _position(doc.text, start), _position(doc.text, doc.cursor)
+    doc.text = doc.text[:start] + new + doc.text[doc.cursor :]
+    doc.cursor = start + len(new)
+    client.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": doc.uri, "version": 0},
+            "contentChanges": [{"range": {"start": a, "end": b}, "text": new}],
+        },
+    )
+
+
+def run(
+    requests: int = 10_000,
+    seed: int = 0,
+    steps: int = 4,
+    cancel_rate: float = 0.1,
+    out: Callable[[str], None] = print,
+) -> SoakReport:
+    rng = random.Random(seed)
+    client = RawClient()
+    report = SoakReport(requests=requests)
+    try:
+        client.initialize({"steps": steps})
+        status = client.wait_ready(120)
+        if not status["ready"]:
+            raise RuntimeError(f"model did not load: {status}")
+        docs = [_Doc(f"file:///soak/doc{i}.py", SNIPPETS[i % len(SNIPPETS)]) for i in range(4)]
+        for d in docs:
+            client.notify("textDocument/didOpen", {"textDocument": {"uri": d.uri, "languageId": "python", "version": 1, "text": d.text}})  # fmt: skip
+        window = min(1000, max(1, requests // 3))
+        report.window = window
+        latencies: list[float] = []
+        started = time.perf_counter()
+        for i in range(requests):
+            doc = rng.choice(docs)
+            _edit(rng, client, doc)
+            if rng.random() < 0.002:  # close and reopen: the per-document state must go away and come back
+                client.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
+                client.notify("textDocument/didOpen", {"textDocument": {"uri": doc.uri, "languageId": "python", "version": 1, "text": doc.text}})  # fmt: skip
+            params = {"textDocument": {"uri": doc.uri}, "position": _position(doc.text, doc.cursor), "context": {"triggerKind": 2}}  # fmt: skip
+            method = "textDocument/inlineCompletion" if rng.random() < 0.8 else "textDocument/completion"
+            t0 = time.perf_counter()
+            msg_id = client.start_request(method, params)
+            roll = rng.random()
+            if roll < cancel_rate:
+                client.notify("$/cancelRequest", {"id": msg_id})
+            elif roll < cancel_rate + 0.05:  # typed again before the answer: the older generation is superseded
+                _edit(rng, client, doc)
+            response = client.expect(msg_id, timeout=120)
+            latencies.append((time.perf_counter() - t0) * 1e3)
+            if "error" in response:
+                code = response["error"].get("code")
+                report.cancelled += code == -32800
+                report.errors += code != -32800
+            else:
+                report.answered += 1
+            if i + 1 == window:
+                report.warm = proc_figures(client.pid)
+            if i % 100 == 0:
+                report.peak_rss_kb = max(report.peak_rss_kb, proc_figures(client.pid)["rss_kb"])
+        report.seconds = time.perf_counter() - started
+        deadline = time.monotonic() + 10
+        while client.status()["in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report.end = proc_figures(client.pid)
+        report.peak_rss_kb = max(report.peak_rss_kb, report.end["rss_kb"])
+        report.first_p50_ms, report.first_p95_ms = _pct(latencies[:window], 0.5), _pct(latencies[:window], 0.95)
+        report.last_p50_ms, report.last_p95_ms = _pct(latencies[-window:], 0.5), _pct(latencies[-window:], 0.95)
+        for d in docs:
+            got = client.result("diffill/documentText", {"uri": d.uri})
+            report.documents_consistent &= got is not None and got["text"] == d.text
+        t0 = time.perf_counter()
+        report.exit_code = client.shutdown()
+        report.exit_seconds = time.perf_counter() - t0
+    finally:
+        client.close()
+    for line in report.lines():
+        out(line)
+    return report
