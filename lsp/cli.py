@@ -128,6 +128,13 @@ def _bench_soak(args: argparse.Namespace) -> int:
     return 0 if report.exit_code == 0 and report.documents_consistent else 1
 
 
+def _bench_edits(args: argparse.Namespace) -> int:
+    from diffill.model.evaluate import run_edits
+
+    run_edits(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
+    return 0
+
+
 def _bench_lsp(args: argparse.Namespace) -> int:
     import json
 
@@ -191,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
     bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
     bl.set_defaults(func=_bench_lsp)
+    be = bench.add_parser("edits", help="inline-edit acceptance on rename pairs drawn from real code")
+    be.add_argument("--root", required=True)
+    be.add_argument("--n", type=int, default=50)
+    be.add_argument("--seed", type=int, default=0)
+    be.add_argument("--steps", type=int, default=8)
+    be.add_argument("--model", default="")
+    be.set_defaults(func=_bench_edits)
     bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
     bs.add_argument("--requests", type=int, default=10_000)
     bs.add_argument("--seed", type=int, default=0)

@@ -252,6 +252,14 @@ def build(out_dir: Path, seed: int = 0, languages: bool = False) -> dict:
 
 
 def iter_docs(path: Path):
-    with open(path, encoding="utf-8") as fh:
+    """Documents of a .jsonl split; a .jsonl.gz beside it is read when the plain file is absent (the compressed
+    corpus is what travels to a GPU machine that cannot fetch packages)."""
+    import gzip
+
+    path = Path(path)
+    if not path.exists() and path.with_suffix(".jsonl.gz").exists():
+        path = path.with_suffix(".jsonl.gz")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             yield json.loads(line)

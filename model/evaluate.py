@@ -171,3 +171,83 @@ def run(
     )
     out(json.dumps(final))
     return summary
+
+
+def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, str, str]]:
+    """(path, document, cursor, old, new, expected) rename pairs from real code: a local name assigned in a
+    function and used again within the next lines is renamed where it is assigned; the expected edit renames
+    its later uses too."""
+    import re
+
+    rng = random.Random(seed)
+    assign = re.compile(r"^(\s+)([a-z_][a-z0-9_]{2,})\s*=[^=]", re.M)
+    cases = []
+    for path in _files(Path(root), rng):
+        if len(cases) >= n:
+            break
+        if path.suffix != ".py":
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for m in assign.finditer(text):
+            old = m.group(2)
+            start = m.start(2)
+            after = text[m.end(2) :]
+            window = "\n".join(after.split("\n")[:20])
+            uses = re.findall(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_])", window)
+            if not 1 <= len(uses) <= 4:
+                continue
+            new = "new_" + old
+            doc = text[:start] + new + text[m.end(2) :]
+            cursor = start + len(new)
+            region_end = cursor + len(window)
+            expected = (
+                doc[:cursor]
+                + re.sub(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_])", new, doc[cursor:region_end])
+                + doc[region_end:]
+            )
+            cases.append((str(path), doc, cursor, old, new, expected))
+            break
+    return cases
+
+
+def run_edits(
+    root: str, n: int = 50, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
+) -> dict:
+    """Edit acceptance: the share of renames whose proposed edit renames exactly the later uses."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.engine import CompletionEngine, EngineOptions
+
+    from . import runtime
+
+    loaded = runtime.load(model, "auto")
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps))
+    accepted = proposed = 0
+    latencies = []
+    cases = edit_cases(root, n, seed)
+    for path, doc_text, cursor, old, new, expected in cases:
+        doc = SyntaxDocument(doc_text, "python")
+        t0 = time.perf_counter()
+        result = engine.edit(doc, cursor, (old, new), key=path)
+        latencies.append((time.perf_counter() - t0) * 1e3)
+        if result is None:
+            continue
+        proposed += 1
+        edited = doc_text[: result.start] + result.text + doc_text[result.end :]
+        accepted += edited == expected
+    latencies.sort()
+    k = max(1, len(cases))
+    summary = {
+        "cases": len(cases),
+        "proposed": round(proposed / k, 4),
+        "accepted": round(accepted / k, 4),
+        "latency_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
+    }
+    out(
+        f"edits root={root} cases={len(cases)}: proposed {summary['proposed']:.3f}, accepted (exact) "
+        f"{summary['accepted']:.3f}, latency p50 {summary['latency_ms_p50']} ms"
+    )
+    out(json.dumps(summary))
+    return summary

@@ -194,9 +194,10 @@ def losses(net: DiffusionGemma, prompt: torch.Tensor, canvas: torch.Tensor, cfg:
     targets = prompt[:, 1:].masked_fill(prompt[:, 1:] == PAD, -100)
     ar = F.cross_entropy(ar_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
 
-    t = torch.rand(b, 1, generator=gen)
-    noise = torch.randint(0, vocab, (b, c), generator=gen)
-    noisy = torch.where(torch.rand(b, c, generator=gen) < t, noise, canvas)
+    dev = canvas.device  # random draws come from the CPU generator (reproducible on any device), then move
+    t = torch.rand(b, 1, generator=gen).to(dev)
+    noise = torch.randint(0, vocab, (b, c), generator=gen).to(dev)
+    noisy = torch.where(torch.rand(b, c, generator=gen).to(dev) < t, noise, canvas)
     prev = None
     if torch.rand((), generator=gen).item() < cfg.self_cond_prob:
         with torch.no_grad():
@@ -271,6 +272,8 @@ def ensure_tokenizer(cfg: TrainConfig, texts: list[str]) -> CodeTokenizer:
 def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if cfg.device.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = True
     out = Path(cfg.out)
     corpus = Corpus(Path(cfg.corpus) / "train.jsonl")
     heldout = Corpus(Path(cfg.corpus) / "heldout.jsonl")
@@ -310,7 +313,9 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         prompt, canvas = prompt.to(cfg.device), canvas.to(cfg.device)
         for group in opt.param_groups:
             group["lr"] = lr_at(state["step"], cfg)
-        ar, diff = losses(net, prompt, canvas, cfg, gen)
+        # On CUDA: bf16 autocast (on CPU it measured slower, so fp32 there).
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device.startswith("cuda")):
+            ar, diff = losses(net, prompt, canvas, cfg, gen)
         loss = cfg.ar_weight * ar + cfg.diffusion_weight * diff
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -124,3 +124,12 @@ def test_examples_carry_sibling_definitions(tmp_path):
     with_context = [p for p, _ in filter(None, examples) if FILE_SEP in p]
     assert with_context and all(len(p) == 96 for p, _ in filter(None, examples))
     assert "parse_header" in tok.decode(with_context[0])
+
+
+def test_compressed_corpus_is_read_when_plain_is_absent(tmp_path):
+    import gzip
+    import json
+
+    with gzip.open(tmp_path / "train.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"path": "a.py", "text": "x = 1\n"}) + "\n")
+    assert [d["text"] for d in corpus.iter_docs(tmp_path / "train.jsonl")] == ["x = 1\n"]
