@@ -117,7 +117,16 @@ def _doctor(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from diffill.model.evaluate import run
 
-    run(args.root, n=args.n, seed=args.seed, steps=args.steps, canvas=args.canvas, model=args.model)
+    run(
+        args.root,
+        n=args.n,
+        seed=args.seed,
+        steps=args.steps,
+        canvas=args.canvas,
+        model=args.model,
+        line_canvas=args.line_canvas,
+        prompt_tokens=args.prompt_tokens,
+    )
     return 0
 
 
@@ -174,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--steps", type=int, default=8)
     ev.add_argument("--canvas", type=int, default=0, help="canvas length (0 = the model's)")
     ev.add_argument("--model", default="")
+    ev.add_argument("--line-canvas", type=int, default=0, help="canvas for rest-of-line spans (0 = --canvas)")
+    ev.add_argument("--prompt-tokens", type=int, default=384)
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)

@@ -99,6 +99,8 @@ def run(
     canvas: int = 0,
     model: str = "",
     out: Callable[[str], None] = print,
+    line_canvas: int = 0,
+    prompt_tokens: int = 384,
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -108,7 +110,13 @@ def run(
 
     rng = random.Random(seed)
     loaded = runtime.load(model, "auto")
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps, canvas_length=canvas))
+    engine = CompletionEngine(
+        loaded.model,
+        loaded.tokenizer,
+        EngineOptions(
+            steps=steps, canvas_length=canvas, line_canvas_length=line_canvas, max_prompt_tokens=prompt_tokens
+        ),
+    )
     cases: list[Case] = []
     for path in _files(Path(root), rng):
         if len(cases) >= n:
