@@ -137,6 +137,13 @@ def _bench_soak(args: argparse.Namespace) -> int:
     return 0 if report.exit_code == 0 and report.documents_consistent else 1
 
 
+def _bench_context(args: argparse.Namespace) -> int:
+    from diffill.model.evaluate import run_context
+
+    run_context(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
+    return 0
+
+
 def _bench_edits(args: argparse.Namespace) -> int:
     from diffill.model.evaluate import run_edits
 
@@ -216,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--steps", type=int, default=8)
     be.add_argument("--model", default="")
     be.set_defaults(func=_bench_edits)
+    bc = bench.add_parser("context", help="workspace probe: cross-file completions with and without context")
+    bc.add_argument("--root", required=True, help="a project folder (not in the training data)")
+    bc.add_argument("--n", type=int, default=40)
+    bc.add_argument("--seed", type=int, default=0)
+    bc.add_argument("--steps", type=int, default=8)
+    bc.add_argument("--model", default="")
+    bc.set_defaults(func=_bench_context)
     bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
     bs.add_argument("--requests", type=int, default=10_000)
     bs.add_argument("--seed", type=int, default=0)

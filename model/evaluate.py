@@ -259,3 +259,90 @@ def run_edits(
     )
     out(json.dumps(summary))
     return summary
+
+
+def context_cases(root: str, n: int, seed: int) -> list[Case]:
+    """Rest-of-line cases whose truth starts with a name defined in another file of the project (found by the
+    workspace index): the completion needs cross-file knowledge."""
+    import re
+
+    from diffill.infill.languages import language_for
+    from diffill.infill.workspace import WorkspaceIndex
+
+    rng = random.Random(seed)
+    index = WorkspaceIndex([root])
+    index.scan()
+    defined: dict[str, set[str]] = {}
+    for path, chunks in index._chunks.items():
+        for c in chunks:
+            if c.kind == "definition" and len(c.name) >= 5 and not c.name.startswith("__"):
+                defined.setdefault(c.name, set()).add(path)
+    names = (
+        re.compile(
+            r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(k) for k in sorted(defined, key=len, reverse=True)) + r")\("
+        )
+        if defined
+        else None
+    )
+    cases: list[Case] = []
+    for path in _files(Path(root), rng):
+        if names is None or len(cases) >= n or language_for(None, str(path)) is None:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        resolved = str(path.resolve())
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            m = names.search(line)
+            if not m or line.lstrip().startswith(("def ", "class ", "#", "import ", "from ")):
+                continue
+            if resolved in defined[m.group(1)]:
+                continue  # defined in this very file: no cross-file knowledge needed
+            cut = m.start(1) + 2  # two characters of the name typed
+            truth = line[cut:].rstrip()
+            before = "\n".join(lines[:i] + [line[:cut]])
+            after = "\n" + "\n".join(lines[i + 1 :])
+            cases.append(Case(str(path), before + after, len(before), truth, "line", ""))
+            break
+    return cases
+
+
+def run_context(
+    root: str, n: int = 40, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
+) -> dict:
+    """Exact match on cross-file cases with and without workspace context in the prompt."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.engine import CompletionEngine, EngineOptions
+    from diffill.infill.languages import language_for
+    from diffill.infill.workspace import WorkspaceIndex
+
+    from . import runtime
+
+    loaded = runtime.load(model, "auto")
+    cases = context_cases(root, n, seed)
+    index = WorkspaceIndex([root])
+    index.scan()
+    summary: dict = {"cases": len(cases), "trained_with_context": loaded.trained_with_context}
+    for label, budget in (("without", 0), ("with", 96)):
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps, context_tokens=budget))
+        engine.workspace = index
+        exact = name_ok = 0
+        for case in cases:
+            doc = SyntaxDocument(case.text, language_for(None, case.path))
+            comp = engine.complete(doc, case.offset, key=f"{label}:{case.path}", path=case.path)
+            answer = comp.text.rstrip() if comp else ""
+            exact += answer == case.truth
+            name = case.truth.split("(")[0]
+            name_ok += answer.startswith(name)
+        k = max(1, len(cases))
+        summary[f"exact_{label}_context"] = round(exact / k, 4)
+        summary[f"name_{label}_context"] = round(name_ok / k, 4)
+    out(
+        f"context probe root={root} cases={len(cases)}: exact {summary['exact_without_context']:.3f} without, "
+        f"{summary['exact_with_context']:.3f} with context; right name {summary['name_without_context']:.3f} / "
+        f"{summary['name_with_context']:.3f}"
+    )
+    out(json.dumps(summary))
+    return summary

@@ -1,0 +1,42 @@
+"""Evaluation cases are built from real files as documented (the truth is what was removed)."""
+
+import random
+
+from diffill.model.evaluate import context_cases, edit_cases, edit_similarity, make_case, score
+
+LIB = "def parse_header(line):\n    return line.split(':', 1)\n"
+APP = (
+    "import lib\n\n\ndef run(lines):\n    out = []\n    for line in lines:\n"
+    "        key = parse_header(line)\n        out.append(key)\n    return out\n"
+)
+
+
+def test_make_case_removes_the_truth():
+    rng = random.Random(0)
+    for kind in ("line", "lines"):
+        for _ in range(20):
+            case = make_case("app.py", APP, rng, kind)
+            if case is None:
+                continue
+            restored = case.text[: case.offset] + case.truth + case.text[case.offset :]
+            assert restored.replace(" ", "") in APP.replace(" ", "") or kind == "lines"
+            assert case.truth and case.truth not in case.text[case.offset : case.offset + 1]
+
+
+def test_scores():
+    assert score("foo(x)", "foo(x)", True) == {"exact": 1.0, "useful": 1.0, "edit_similarity": 1.0, "valid": 1.0}
+    assert score("foo", "foo(x)", False)["useful"] == 1.0
+    assert score("", "foo", True)["useful"] == 0.0
+    assert 0 < edit_similarity("foo(y)", "foo(x)") < 1
+
+
+def test_context_and_edit_cases(tmp_path):
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "app.py").write_text(APP)
+    [case] = context_cases(str(tmp_path), 5, 0)
+    assert case.path.endswith("app.py") and case.truth == "rse_header(line)"
+    assert case.text[: case.offset].endswith("key = pa")
+    cases = edit_cases(str(tmp_path), 5, 0)
+    path, doc, cursor, old, new, expected = cases[0]
+    assert (old, new) == ("out", "new_out")
+    assert doc[:cursor].endswith("new_out") and expected.count("new_out") == 3 and " out.append" not in expected
