@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from diffill.model.api import DiffusionModel
-from diffill.model.fim import build_prompt
+from diffill.model.fim import build_canvas, build_prompt
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
@@ -45,6 +45,7 @@ class EngineOptions:
     seed: int = 0
     context_tokens: int = 0  # cross-file context budget; 0 = off (models not trained with context)
     line_canvas_length: int = 0  # canvas for rest-of-line spans; 0 = the same as the others
+    draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
 
 
 def _line_end(text: str, offset: int) -> int:
@@ -81,6 +82,7 @@ class CompletionEngine:
         self.recent: RecentEdits | None = None
         self._context: list[str] = []
         self._context_stamp: tuple | None = None
+        self._newline_ids: set[int] | None = None
 
     def prompt_for(self, text: str, offset: int, suffix_start: int, context: list[str] | None = None) -> list[int]:
         o = self.options
@@ -108,6 +110,18 @@ class CompletionEngine:
             )
             self._context_stamp = stamp
         return self._context
+
+    def _draft(self, prompt: list[int], canvas: int, kind: str, cache) -> list[int]:
+        """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
+        the denoiser then refines it instead of starting from noise."""
+        if self._newline_ids is None:
+            vocab = self.tokenizer.tok.get_vocab()
+            self._newline_ids = {i for i in vocab.values() if "\n" in self.tokenizer.decode([i])}
+        stop = {EOS} | (self._newline_ids if kind == "line" else set())
+        draft = self.model.ar_draft(prompt, canvas - 1, stop, cache)
+        while draft and draft[-1] in stop:
+            draft.pop()
+        return build_canvas(draft, canvas)
 
     def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel) -> list[int]:
         """Denoise again with the text after the cursor pinned where the model ended its line, then EOS: the
@@ -198,6 +212,7 @@ class CompletionEngine:
             canvas = min(canvas, self.options.line_canvas_length)
         canvases = 1 if span.kind == "line" else 2
         with self.prompt_cache.use(key or "", prompt) as cache:
+            init = self._draft(prompt, canvas, span.kind, cache) if self.options.draft == "ar" else None
             ids = self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,
@@ -206,6 +221,7 @@ class CompletionEngine:
                 canvas_length=canvas,
                 cancel=cancel,
                 cache=cache,
+                init=init,
             )
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):

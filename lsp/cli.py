@@ -63,7 +63,10 @@ def _train_export(args: argparse.Namespace) -> int:
 
     from diffill.model.train import export
 
-    export(Path(args.run), Path(args.dest))
+    sampler = {"max_denoising_steps": args.steps}
+    if args.draft:
+        sampler["diffill_draft"] = args.draft
+    export(Path(args.run), Path(args.dest), sampler=sampler)
     print(f"exported {args.run} -> {args.dest}")
     return 0
 
@@ -126,6 +129,7 @@ def _eval(args: argparse.Namespace) -> int:
         model=args.model,
         line_canvas=args.line_canvas,
         prompt_tokens=args.prompt_tokens,
+        draft=args.draft,
     )
     return 0
 
@@ -192,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default="")
     ev.add_argument("--line-canvas", type=int, default=0, help="canvas for rest-of-line spans (0 = --canvas)")
     ev.add_argument("--prompt-tokens", type=int, default=384)
+    ev.add_argument(
+        "--draft",
+        default="model",
+        choices=["model", "none", "ar"],
+        help="seed canvases with the encoder's AR draft (model = as the model's card says)",
+    )
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
@@ -258,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")
     te.add_argument("--dest", default="model/weights")
+    te.add_argument("--steps", type=int, default=8, help="default denoising steps written to generation_config")
+    te.add_argument("--draft", default="", choices=["", "ar"], help="ask the daemon to seed canvases with AR drafts")
     te.set_defaults(func=_train_export)
     return parser
 

@@ -31,7 +31,7 @@ from diffill.infill.workspace import WorkspaceIndex
 from diffill.model.sampler import Cancelled
 
 from .cache import TypedAheadCache
-from .protocol import BoundedReader, DiffillProtocol, report_error
+from .protocol import BoundedReader, DiffillProtocol, report_error, serve_tcp
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, parse_settings
 
@@ -108,7 +108,9 @@ class DiffillServer(LanguageServer):
         reload = new.model != self.settings.model or new.device != self.settings.device or initial
         self.settings = new
         if self.engine is not None:
-            self.engine.options = self._engine_options()
+            options = self._engine_options()
+            options.context_tokens, options.draft = self.engine.options.context_tokens, self.engine.options.draft
+            self.engine.options = options
         if reload and not initial:
             self.load_model_async()
         return True
@@ -146,6 +148,7 @@ class DiffillServer(LanguageServer):
         self.context_enabled = loaded.trained_with_context
         if self.context_enabled:
             engine.options.context_tokens = 96
+        engine.options.draft = loaded.draft
         engine.workspace = self.workspace_index
         engine.recent = self.recent
         return engine
@@ -246,7 +249,7 @@ class DiffillServer(LanguageServer):
                     state.doc.apply_change(
                         r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
                     )
-                    state.renames.observe(before, state.doc.text, at)
+                    _guarded(state.renames.observe, before, state.doc.text, at)
                 else:
                     state.doc.replace_all(change.text)
                     state.renames.session = None
@@ -254,7 +257,7 @@ class DiffillServer(LanguageServer):
             # (pygls' copy is no fallback: it splits lines like str.splitlines and may be missing.)
             log.exception("%s: incremental update failed; reparsing", uri)
             state.doc = _syntax_document(uri, state.doc.text, state.doc.language)
-        self._record_edits(uri, params, state)
+        _guarded(self._record_edits, uri, params, state)
         if len(state.doc.source) > MAX_DOCUMENT_BYTES:
             log.warning("%s: grew past %d bytes: completions off for it", uri, MAX_DOCUMENT_BYTES)
             self.close_document(uri)
@@ -431,7 +434,9 @@ def run(tcp_port: int | None = None) -> None:
     if tcp_port is None:
         server.start_io(BoundedReader(sys.stdin.buffer))
     else:
-        server.start_tcp("127.0.0.1", tcp_port)
+        serve_tcp(server, "127.0.0.1", tcp_port)  # loopback only: never reachable from another machine
+    if server.protocol.exit_code:  # LSP: `exit` without `shutdown` ends with 1
+        sys.exit(server.protocol.exit_code)
 
 
 if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered in normal use
@@ -443,9 +448,38 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
         state = ls.docs.get(uri) if isinstance(uri, str) else None
         return None if state is None else {"text": state.doc.text, "version": state.version}
 
+    @server.feature("diffill/debugCounts")
+    def on_debug_counts(ls: DiffillServer, params: Any = None) -> dict[str, int]:
+        """Sizes of everything that could grow per request: a leak shows here before it shows in RSS."""
+        import gc
+
+        proto = ls.protocol
+        cache = ls.engine.prompt_cache._entries if ls.engine is not None else {}
+        return {
+            "gc_objects": len(gc.get_objects()),
+            "documents": len(ls.docs),
+            "pygls_documents": len(ls.workspace.text_documents) if ls._workspace_ready() else 0,
+            "request_futures": len(proto._request_futures),
+            "result_types": len(proto._result_types),
+            "scheduler_tokens": ls.scheduler.in_flight(),
+            "typed_ahead": len(ls.cache._by_uri),
+            "prompt_cache": len(cache),
+            "prompt_cache_tokens": sum(len(ids) for ids, _ in cache.values()),
+            "threads": threading.active_count(),
+        }
+
 
 def _describe(exc: BaseException) -> str:
     """The user-facing reason for a failed load: MemoryError() has no message, and the type alone says little."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return f"out of memory ({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
     return str(exc) or type(exc).__name__
+
+
+def _guarded(fn: Any, *args: Any) -> None:
+    """Runs a side feature of an edit (rename tracking, recent edits): its failure must never cost the edit itself,
+    nor the later changes of the same notification (which the text-sync `try` above would skip)."""
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("%s failed; the edit itself is kept", getattr(fn, "__qualname__", fn))

@@ -79,6 +79,7 @@ class DiffusionModel:
         on_draft: Callable[[torch.Tensor, int], None] | None = None,
         trim: bool = True,
         cache: KVCache | None = None,
+        init: list[int] | None = None,
         **sampler_overrides,
     ) -> list[int]:
         """New token ids for `prompt_ids`. With `trim` (default) the first EOS and what follows are dropped;
@@ -93,6 +94,7 @@ class DiffusionModel:
             cancel,
             on_draft,
             cache,
+            init,
             **sampler_overrides,
         )
         if trim:
@@ -111,6 +113,7 @@ class DiffusionModel:
         cancel: Callable[[], bool] | None = None,
         on_draft: Callable[[torch.Tensor, int], None] | None = None,
         cache: KVCache | None = None,
+        init: list[int] | None = None,
         **sampler_overrides,
     ) -> GenerationOutput:
         """`cache` may hold the keys/values of a prefix of `prompt_ids` (see PromptCache): only the rest is
@@ -130,7 +133,33 @@ class DiffusionModel:
             cancel=cancel,
             on_draft=on_draft,
             cache=cache,
+            init=init,
         )
+
+    @torch.inference_mode()
+    def ar_draft(self, prompt_ids, max_tokens: int, stop_ids: set[int], cache: KVCache | None = None) -> list[int]:
+        """Greedy next-token draft from the causal encoder's head (models trained with an encoder LM loss, as
+        the embedded one is): each token is one cached encoder step. The cache is cut back to the prompt after,
+        so the draft only seeds a canvas and leaves no trace."""
+        device = self.net.device
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        cache = cache if cache is not None else self.net.new_cache()
+        if cache.length > prompt.shape[1]:
+            cache.truncate(prompt.shape[1])
+        start = cache.length
+        hidden = self.net.encode(prompt[:, start:], cache) if start < prompt.shape[1] else None
+        if hidden is None:  # the whole prompt is cached: re-encode its last token to get its hidden state
+            cache.truncate(prompt.shape[1] - 1)
+            hidden = self.net.encode(prompt[:, -1:], cache)
+        out: list[int] = []
+        for _ in range(max_tokens):
+            token = int(self.net.head(hidden[:, -1]).argmax(-1))
+            out.append(token)
+            if token in stop_ids:
+                break
+            hidden = self.net.encode(torch.tensor([[token]], device=device), cache)
+        cache.truncate(prompt.shape[1])
+        return out
 
     @torch.inference_mode()
     def denoise_logits(self, prompt_ids, canvas_ids, prev_logits: torch.Tensor | None = None) -> torch.Tensor:

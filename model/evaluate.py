@@ -101,6 +101,7 @@ def run(
     out: Callable[[str], None] = print,
     line_canvas: int = 0,
     prompt_tokens: int = 384,
+    draft: str = "model",
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -114,7 +115,11 @@ def run(
         loaded.model,
         loaded.tokenizer,
         EngineOptions(
-            steps=steps, canvas_length=canvas, line_canvas_length=line_canvas, max_prompt_tokens=prompt_tokens
+            steps=steps,
+            canvas_length=canvas,
+            line_canvas_length=line_canvas,
+            max_prompt_tokens=prompt_tokens,
+            draft=loaded.draft if draft == "model" else draft,
         ),
     )
     cases: list[Case] = []

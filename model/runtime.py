@@ -46,6 +46,7 @@ class LoadedModel:
     source: str  # "embedded" or the path / hub id
     device: str
     trained_with_context: bool = False  # the prompt may carry cross-file context blocks
+    draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
 
 
 def load(
@@ -85,4 +86,11 @@ def load(
             with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
         except (ValueError, AttributeError):
             with_context = False
-    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context)
+    draft = ""
+    gen = folder / "generation_config.json"
+    if gen.exists():
+        try:
+            draft = str(json.loads(gen.read_text()).get("diffill_draft", ""))
+        except ValueError:
+            draft = ""
+    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft)

@@ -173,9 +173,11 @@ def generate(
     pinned: dict[int, int] | None = None,
     cancel: Callable[[], bool] | None = None,
     on_draft: Callable[[torch.Tensor, int], None] | None = None,
+    init: list[int] | None = None,
 ) -> GenerationOutput:
     """Prompt prefill, then ceil(max_new_tokens / C) canvases, each denoised then committed through the encoder.
 
+    `init` seeds the first canvas (a draft to refine) instead of uniform noise.
     `pinned` maps canvas offsets of the first canvas to token ids held fixed. After a canvas that contains an
     EOS id, tokens after the first EOS become pad and generation stops (the reference's EOS-then-pad rule).
     """
@@ -217,6 +219,7 @@ def generate(
             pin_ids=pin_ids if b == 0 else None,
             cancel=cancel,
             on_draft=on_draft,
+            init_canvas=torch.tensor([init[:c]], device=device) if init is not None and b == 0 else None,
         )
         steps += result.steps
         block = result.tokens

@@ -108,3 +108,27 @@ def test_categorical_entropy_matches_torch():
 def test_trim_after_eos():
     assert trim_after_eos([5, 6, 1, 0, 0], [1], 0) == [5, 6]
     assert trim_after_eos([5, 6, 0, 0], [1], 0) == [5, 6]
+
+
+def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
+    prompt = [2, 10, 11, 12]
+    cache = model.net.new_cache()
+    draft = model.ar_draft(prompt, 5, stop_ids=set(), cache=cache)
+    assert cache.length == len(prompt)
+    seq = list(prompt)
+    for _ in range(5):  # the same greedy continuation, recomputed from scratch each token
+        hidden = model.net.encode(torch.tensor([seq]), model.net.new_cache())
+        seq.append(int(model.net.head(hidden[:, -1]).argmax(-1)))
+    assert draft == seq[len(prompt) :]
+    # Stops at a stop id, included.
+    stop = draft[1]
+    short = model.ar_draft(prompt, 5, stop_ids={stop})
+    assert short == draft[: draft.index(stop) + 1]
+
+
+def test_canvas_seeded_with_a_draft(model):
+    init = [50, 51, 52, 1] + [0] * 12
+    seen = []
+    model.generate([2, 10], max_new_tokens=16, seed=0, steps=1, init=init,
+                   on_draft=lambda d, n: seen.append(d.clone()))
+    assert len(seen) == 1  # ran from the given canvas (no error); one step as asked
