@@ -8,13 +8,17 @@ happens to hold a "jsonrpc" key break the whole message, and allocates whatever 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import logging
+import threading
 from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.io_ import run_async
+from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
@@ -42,12 +46,61 @@ class BoundedReader:
         return self.raw.read(n)
 
 
+class BoundedStream:
+    """The same limits over TCP (an asyncio StreamReader): a header line past the stream's limit used to raise
+    ValueError out of pygls' loop, ending the session while the process stayed up serving nobody."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def readline(self) -> bytes:
+        try:
+            return await self.reader.readline()
+        except ValueError:  # over the limit: asyncio dropped the line; the next header resynchronises
+            log.error("dropped a header line over %d bytes", MAX_HEADER_LINE)
+            return b"-\r\n"
+
+    async def readexactly(self, n: int) -> bytes:
+        if n > MAX_MESSAGE_BYTES:
+            log.error("refused a message of %d bytes (limit %d)", n, MAX_MESSAGE_BYTES)
+            return b" "
+        try:
+            return await self.reader.readexactly(n)
+        except asyncio.IncompleteReadError as exc:  # the client went away mid-message
+            return exc.partial
+
+
+def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
+    """pygls' start_tcp with the bounded reader: one editor session on `host`, then the process ends."""
+    stop = threading.Event()
+    server._stop_event = stop
+
+    async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)  # type: ignore[arg-type]
+        try:
+            await run_async(stop, BoundedStream(reader), server.protocol, log, server.report_server_error)
+        finally:
+            server.shutdown()
+
+    async def main() -> None:
+        server._server = await asyncio.start_server(session, host, port, limit=MAX_HEADER_LINE)
+        async with server._server:
+            await server._server.serve_forever()
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        log.debug("TCP server closed")
+
+
 def _valid_id(value: Any) -> bool:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 class DiffillProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that structures whole messages only and answers every request it cannot run."""
+
+    exit_code: int | None = None  # set by `exit`: 0 after `shutdown`, else 1 (pygls swallows its own SystemExit)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls passes this as json's object_hook (every object, innermost first): keep objects plain here and
@@ -85,7 +138,20 @@ class DiffillProtocol(LanguageServerProtocol):
         if self._shutdown and is_request:
             self._refuse(msg_id, JsonRpcInvalidRequest("the server is shutting down"))
             return
+        if message.get("method") == types.EXIT:
+            self.exit_code = 0 if self._shutdown else 1
         super().handle_message(structured)
+
+    def _check_handler_result(self, future: Any) -> None:
+        """Notifications run by generator handlers (didOpen, didChange, didClose: all of pygls' built-ins) are filed
+        under a fresh id in `_request_futures` that nothing ever removes: one Future leaked per keystroke. The entry
+        goes here, when the notification is done (the dict then only holds requests in flight, so the scan is short).
+        """
+        for key, pending in list(self._request_futures.items()):
+            if pending is future:
+                del self._request_futures[key]
+                break
+        super()._check_handler_result(future)
 
     def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
         send_error(self, msg_id if _valid_id(msg_id) else None, error)

@@ -22,6 +22,7 @@ SNIPPETS = [
     "def add(a, b):\n    return ",
     "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.",
 ]
+MAX_DOC_CHARS = 1500
 TYPED = "value = compute(items, key=lambda item: item.name)\nresult.append(value)\n"
 
 
@@ -34,7 +35,10 @@ class SoakReport:
     seconds: float = 0.0
     warm: dict = field(default_factory=dict)  # /proc figures after warm-up
     end: dict = field(default_factory=dict)
+    warm_counts: dict = field(default_factory=dict)  # the server's own structures (diffill/debugCounts)
+    end_counts: dict = field(default_factory=dict)
     peak_rss_kb: int = 0
+    rss_series_kb: list[int] = field(default_factory=list)  # every tenth of the run: a leak grows steadily
     window: int = 0
     first_p50_ms: float = 0.0
     first_p95_ms: float = 0.0
@@ -53,10 +57,13 @@ class SoakReport:
             f"requests {self.requests} in {self.seconds:.1f} s: {self.answered} answered, {self.cancelled} cancelled, "
             f"{self.errors} errors",
             f"RSS {self.warm['rss_kb'] / 1024:.1f} MiB after warm-up -> {self.end['rss_kb'] / 1024:.1f} MiB at the end "
-            f"({100 * self.rss_growth:+.1f} %), peak {self.peak_rss_kb / 1024:.1f} MiB",
+            f"({100 * self.rss_growth:+.1f} %), peak {self.peak_rss_kb / 1024:.1f} MiB; every tenth: "
+            + " ".join(f"{kb / 1024:.0f}" for kb in self.rss_series_kb),
             f"threads {self.warm['threads']} -> {self.end['threads']}, open fds {self.warm['fds']} -> {self.end['fds']}",
             f"latency first {self.window}: p50 {self.first_p50_ms:.1f} ms, p95 {self.first_p95_ms:.1f} ms; "
             f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms",
+            "server structures after warm-up -> end: "
+            + ", ".join(f"{k} {v} -> {self.end_counts.get(k)}" for k, v in self.warm_counts.items()),
             f"documents match the client: {self.documents_consistent}; exit code {self.exit_code} "
             f"after {self.exit_seconds:.2f} s",
             json.dumps({**asdict(self), "rss_growth": round(self.rss_growth, 4)}),
@@ -75,12 +82,16 @@ def _position(text: str, offset: int) -> dict:
 
 class _Doc:
     def __init__(self, uri: str, text: str) -> None:
-        self.uri, self.text, self.cursor, self.typed = uri, text, len(text), 0
+        self.uri, self.text, self.cursor, self.typed, self.snippet = uri, text, len(text), 0, text
 
 
 def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
     """One keystroke-like edit at the cursor (type, backspace, newline), or now and then a jump elsewhere."""
     roll = rng.random()
+    if len(doc.text) > MAX_DOC_CHARS:  # start over (full sync): documents stay bounded, so growth means a leak
+        doc.text, doc.cursor = doc.snippet, len(doc.snippet)
+        client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": doc.text}]})  # fmt: skip
+        return
     if roll < 0.05:
         doc.cursor = rng.randint(0, len(doc.text))
         return
@@ -148,13 +159,17 @@ def run(
                 report.answered += 1
             if i + 1 == window:
                 report.warm = proc_figures(client.pid)
+                report.warm_counts = client.result("diffill/debugCounts")
             if i % 100 == 0:
                 report.peak_rss_kb = max(report.peak_rss_kb, proc_figures(client.pid)["rss_kb"])
+            if (i + 1) % max(1, requests // 10) == 0:
+                report.rss_series_kb.append(proc_figures(client.pid)["rss_kb"])
         report.seconds = time.perf_counter() - started
         deadline = time.monotonic() + 10
         while client.status()["in_flight"] and time.monotonic() < deadline:
             time.sleep(0.05)
         report.end = proc_figures(client.pid)
+        report.end_counts = client.result("diffill/debugCounts")
         report.peak_rss_kb = max(report.peak_rss_kb, report.end["rss_kb"])
         report.first_p50_ms, report.first_p95_ms = _pct(latencies[:window], 0.5), _pct(latencies[:window], 0.95)
         report.last_p50_ms, report.last_p95_ms = _pct(latencies[-window:], 0.5), _pct(latencies[-window:], 0.95)
