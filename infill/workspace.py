@@ -13,6 +13,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -37,6 +38,7 @@ ALWAYS_IGNORED = {
     "target",
     ".mypy_cache",
 }
+CHANGE_EVENTS = {"created", "modified", "deleted", "moved"}
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -70,7 +72,8 @@ class WorkspaceIndex:
         self._ignores: dict[Path, pathspec.PathSpec] = {}
         self._pending: set[str] = set()
         self._rescan = False
-        self._timer: threading.Timer | None = None
+        self._worker: threading.Thread | None = None
+        self._last_event = 0.0
         self._observer: Observer | None = None
         self.version = 0  # bumped on every change (callers cache retrieval per version)
 
@@ -227,21 +230,32 @@ class WorkspaceIndex:
             self._observer.stop()
             self._observer.join(timeout=2)
             self._observer = None
-        if self._timer is not None:
-            self._timer.cancel()
 
     def notify(self, path: str) -> None:
-        """Queues a changed path; processed after `debounce_s` of quiet."""
+        """Queues a changed path; one worker thread processes the batch after `debounce_s` of quiet."""
         with self._lock:
             if len(self._pending) >= self.max_pending:
                 self._rescan = True
             else:
                 self._pending.add(path)
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce_s, self.flush)
-            self._timer.daemon = True
-            self._timer.start()
+            self._last_event = time.monotonic()
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._drain, name="diffill-index-events", daemon=True)
+                self._worker.start()
+
+    def _drain(self) -> None:
+        """Waits for the events to go quiet, flushes, and ends when nothing is pending."""
+        while True:
+            with self._lock:
+                quiet_for = time.monotonic() - self._last_event
+                idle = not self._pending and not self._rescan
+                if idle:
+                    self._worker = None
+                    return
+            if quiet_for < self.debounce_s:
+                time.sleep(self.debounce_s - quiet_for)
+                continue
+            self.flush()
 
     def flush(self) -> None:
         with self._lock:
@@ -268,7 +282,9 @@ class _Handler(FileSystemEventHandler):
         self.index = index
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory:
+        # Only changes: watchdog also reports opens and closes, and the index's own reads would requeue
+        # themselves forever.
+        if event.is_directory or event.event_type not in CHANGE_EVENTS:
             return
         for attr in ("src_path", "dest_path"):
             p = getattr(event, attr, "")

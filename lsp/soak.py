@@ -3,7 +3,8 @@
 A daemon that lives as long as the editor must not grow, leak threads or descriptors, or slow down. This drives the
 real server over stdio as an editor would (type, request, sometimes cancel or supersede, sometimes close and reopen a
 file) and reports, from /proc: RSS after warm-up and at the end, threads and open descriptors, and the p50/p95 latency
-of the first and the last window of requests (1000, or a third of the run when shorter).
+of the first and the last window of requests (1000, or a third of the run when shorter). The server runs with
+DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures.
 """
 
 from __future__ import annotations

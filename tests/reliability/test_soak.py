@@ -1,0 +1,26 @@
+"""The short soak (CI form of `diffill bench soak`): no memory, thread or descriptor growth after warm-up, no
+error answers, documents still equal to the client's, a clean exit. The full run is `diffill bench soak`."""
+
+from __future__ import annotations
+
+import os
+
+from diffill.lsp.soak import run
+
+REQUESTS = int(os.environ.get("SOAK_REQUESTS", "300"))
+
+
+def test_short_soak():
+    lines: list[str] = []
+    report = run(requests=REQUESTS, seed=0, steps=2, out=lines.append)
+    print("\n".join(lines))
+    assert report.errors == 0 and report.answered + report.cancelled == REQUESTS
+    assert report.documents_consistent
+    assert report.rss_growth < 0.10, lines
+    assert report.end["threads"] <= report.warm["threads"] + 2, lines  # pygls' pool may start a thread or two
+    assert report.end["fds"] <= report.warm["fds"], lines
+    counts, end = report.warm_counts, report.end_counts
+    for key in ("documents", "request_futures", "result_types", "scheduler_tokens", "typed_ahead", "prompt_cache"):
+        assert end[key] <= max(counts[key], 8), (key, counts[key], end[key])
+    assert end["gc_objects"] < counts["gc_objects"] * 1.05 + 2000, (counts["gc_objects"], end["gc_objects"])
+    assert report.exit_code == 0
