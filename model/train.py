@@ -307,12 +307,13 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     data = batches(corpus, tok, cfg, rng)
     eval_data = batches(heldout, tok, cfg, random.Random(12345))
     eval_batches = [next(eval_data) for _ in range(4)]
-    t_start = time.time()
+    t_start = time.time()  # start of the span not yet added to state["seconds"]
+    run_start = t_start  # --minutes counts from here, across checkpoint saves
     last_save = time.time()
     ar_sum = diff_sum = 0.0
     n_sum = 0
     while state["step"] < cfg.total_steps:
-        if cfg.max_minutes and time.time() - t_start > cfg.max_minutes * 60:
+        if cfg.max_minutes and time.time() - run_start > cfg.max_minutes * 60:
             break
         prompt, canvas = next(data)
         prompt, canvas = prompt.to(cfg.device), canvas.to(cfg.device)

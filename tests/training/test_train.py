@@ -92,3 +92,12 @@ def test_losses_fall_resume_and_export(tmp_path):
     assert (tmp_path / "weights" / "tokenizer.json").exists() and (tmp_path / "weights" / "DATA.md").exists()
     assert model.sampler.max_denoising_steps == 8
     assert len(model.generate([2, 5, 6], max_new_tokens=8, seed=0, trim=False)) == 8
+
+
+def test_minutes_limit_counts_across_checkpoint_saves(tmp_path):
+    make_corpus(tmp_path / "corpus")
+    cfg = TrainConfig(corpus=str(tmp_path / "corpus"), out=str(tmp_path / "run"), prompt_len=48, max_suffix=8,
+                      canvas=8, batch=2, warmup=2, total_steps=100_000, log_every=1000, save_every_s=0.0,
+                      max_minutes=0.05, threads=1)
+    state = train(cfg, SMALL, log=lambda line: None)
+    assert 0 < state["step"] < 100_000 and state["seconds"] < 30
