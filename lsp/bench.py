@@ -57,7 +57,7 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         await asyncio.sleep(0.05)
     latencies, exact, empty = [], 0, 0
     for i, case in enumerate(cases):
-        uri = Path(case.path).with_name(f"bench{i}{Path(case.path).suffix}").as_uri()
+        uri = Path(case.path).resolve().with_name(f"bench{i}{Path(case.path).suffix}").as_uri()
         typed_at = case.offset - 1
         start_text = case.text[:typed_at] + case.text[case.offset :]
         lang = {
@@ -148,7 +148,7 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
         await asyncio.sleep(0.05)
     first, follow = [], []
     for k, (path, before, line, after) in enumerate(lines):
-        uri = Path(path).with_name(f"typing{k}{Path(path).suffix}").as_uri()
+        uri = Path(path).resolve().with_name(f"typing{k}{Path(path).suffix}").as_uri()
         indent = line[: len(line) - len(line.lstrip())]
         text = before + indent + after
         client.text_document_did_open(

