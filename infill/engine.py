@@ -87,15 +87,24 @@ class CompletionEngine:
     def prompt_for(self, text: str, offset: int, suffix_start: int, context: list[str] | None = None) -> list[int]:
         o = self.options
         prefix = _prefix_window(text, offset, o.max_prompt_tokens * CHARS_PER_TOKEN)
-        suffix = text[suffix_start : suffix_start + o.max_suffix_tokens * CHARS_PER_TOKEN]
+        suffix_ids = self._suffix_ids(text[suffix_start : suffix_start + o.max_suffix_tokens * CHARS_PER_TOKEN])
         blocks = [self.tokenizer.encode(b) for b in context or []]
         return build_prompt(
             self.tokenizer.encode(prefix),
-            self.tokenizer.encode(suffix),
+            suffix_ids,
             o.max_prompt_tokens,
             o.max_suffix_tokens,
             context=blocks,
         )
+
+    def _suffix_ids(self, suffix: str) -> list[int]:
+        """The suffix's head in whole lines (a syntax boundary, not a token count, ends it) within the budget."""
+        ids = self.tokenizer.encode(suffix)
+        budget = self.options.max_suffix_tokens
+        while len(ids) > budget and "\n" in suffix.rstrip("\n"):
+            suffix = suffix[: suffix.rstrip("\n").rfind("\n") + 1]
+            ids = self.tokenizer.encode(suffix)
+        return ids
 
     def context_for(self, doc: SyntaxDocument, offset: int, key: str | None, path: str | None) -> list[str]:
         """Cross-file context blocks, recomputed only when the cursor line or the index changes, so the prompt

@@ -96,3 +96,15 @@ def test_completion_offsets_and_cache_reuse(engine):
     assert 0 < encoded_second <= 3 < encoded_first
     if first is not None:
         assert first.start == len(text) and first.end >= first.start
+
+
+def test_suffix_is_cut_at_a_line_boundary(engine):
+    engine.options.max_suffix_tokens = 12
+    try:
+        suffix = "\n".join(f"v{i} = f(a)" for i in range(12)) + "\n"
+        ids = engine._suffix_ids(suffix)
+        text = engine.tokenizer.decode(ids)
+        assert text and len(ids) <= 12 and suffix.startswith(text) and text.endswith("\n")
+        assert engine._suffix_ids("x = 1\n") == engine.tokenizer.encode("x = 1\n")
+    finally:
+        engine.options.max_suffix_tokens = 64
