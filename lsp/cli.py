@@ -53,6 +53,7 @@ def _train_run(args: argparse.Namespace) -> int:
         lr=args.lr,
         save_every_s=args.save_every,
         prompt_len=args.prompt_len,
+        init=args.init,
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
@@ -264,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--lr", type=float, default=2e-3)
     tr.add_argument("--prompt-len", type=int, default=384)
     tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
+    tr.add_argument("--init", default="", help="start from a model folder (e.g. model/weights) if no checkpoint")
     tr.set_defaults(func=_train_run)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")

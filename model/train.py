@@ -30,7 +30,7 @@ from .config import DiffusionGemmaConfig
 from .corpus import iter_docs
 from .diffusion_gemma import DiffusionGemma
 from .fim import build_canvas, build_prompt, sample_span
-from .loader import save_model
+from .loader import load_model, save_model
 from .tokenizer import PAD, CodeTokenizer
 
 EMBEDDED_CONFIG = dict(
@@ -76,6 +76,7 @@ class TrainConfig:
     save_every_s: float = 600.0
     log_every: int = 20
     max_minutes: float = 0.0  # 0 = until total_steps
+    init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
     threads: int = 0
     seed: int = 0
     device: str = "cpu"
@@ -264,6 +265,9 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 def ensure_tokenizer(cfg: TrainConfig, texts: list[str]) -> CodeTokenizer:
     path = Path(cfg.tokenizer or Path(cfg.out) / "tokenizer.json")
+    if not path.exists() and cfg.init and (Path(cfg.init) / "tokenizer.json").exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes((Path(cfg.init) / "tokenizer.json").read_bytes())  # same ids as the weights
     if path.exists():
         return CodeTokenizer.from_file(path)
     rng = random.Random(cfg.seed)
@@ -287,8 +291,15 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     mc = dict(model_config or EMBEDDED_CONFIG)
     mc["vocab_size"] = tok.vocab_size
     mc["canvas_length"] = cfg.canvas
-    net = DiffusionGemma(DiffusionGemmaConfig(**mc)).to(cfg.device)
-    init_weights(net, cfg.seed)
+    if cfg.init and not (Path(cfg.out) / "checkpoint" / "state.json").exists():
+        # Continue from shipped weights (bf16 on disk, trained in fp32); the model's own config wins.
+        net = load_model(Path(cfg.init), device=cfg.device, dtype=torch.float32)
+        for p in net.parameters():
+            p.requires_grad_(True)
+        log(f"initialised from {cfg.init}")
+    else:
+        net = DiffusionGemma(DiffusionGemmaConfig(**mc)).to(cfg.device)
+        init_weights(net, cfg.seed)
     net.train()
     decay = [p for n, p in net.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in net.named_parameters() if p.ndim < 2]

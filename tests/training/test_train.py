@@ -96,8 +96,53 @@ def test_losses_fall_resume_and_export(tmp_path):
 
 def test_minutes_limit_counts_across_checkpoint_saves(tmp_path):
     make_corpus(tmp_path / "corpus")
-    cfg = TrainConfig(corpus=str(tmp_path / "corpus"), out=str(tmp_path / "run"), prompt_len=48, max_suffix=8,
-                      canvas=8, batch=2, warmup=2, total_steps=100_000, log_every=1000, save_every_s=0.0,
-                      max_minutes=0.05, threads=1)
+    cfg = TrainConfig(
+        corpus=str(tmp_path / "corpus"),
+        out=str(tmp_path / "run"),
+        prompt_len=48,
+        max_suffix=8,
+        canvas=8,
+        batch=2,
+        warmup=2,
+        total_steps=100_000,
+        log_every=1000,
+        save_every_s=0.0,
+        max_minutes=0.05,
+        threads=1,
+    )
     state = train(cfg, SMALL, log=lambda line: None)
     assert 0 < state["step"] < 100_000 and state["seconds"] < 30
+
+
+def test_training_can_start_from_exported_weights(tmp_path):
+    make_corpus(tmp_path / "corpus")
+    base = TrainConfig(
+        corpus=str(tmp_path / "corpus"),
+        out=str(tmp_path / "a"),
+        prompt_len=48,
+        max_suffix=8,
+        canvas=8,
+        batch=2,
+        warmup=2,
+        total_steps=20,
+        log_every=1000,
+        save_every_s=1e9,
+        threads=1,
+    )
+    train(base, SMALL, log=lambda line: None)
+    export(tmp_path / "a", tmp_path / "w")
+    start = DiffusionModel.from_pretrained(tmp_path / "w", dtype="float32").net.embed_tokens.weight.clone()
+    logs = []
+    cont = TrainConfig(**{**base.__dict__, "out": str(tmp_path / "b"), "init": str(tmp_path / "w"), "total_steps": 3})
+    train(cont, SMALL, log=logs.append)
+    assert any("initialised from" in line for line in logs)
+    after = DiffusionModel.from_pretrained(tmp_path / "b" / "checkpoint" / "model").net.embed_tokens.weight
+    # Three Adam steps at lr <= 3e-3 move each weight by about 0.01 at most; a fresh init is far further away.
+    assert (after - start).abs().max() < 0.02
+    from diffill.model import DiffusionGemma
+    from diffill.model.train import init_weights
+
+    fresh = DiffusionGemma(DiffusionModel.from_pretrained(tmp_path / "w").config)
+    init_weights(fresh, 123)
+    assert (fresh.embed_tokens.weight - start).abs().max() > 0.05
+    assert (tmp_path / "b" / "tokenizer.json").read_bytes() == (tmp_path / "w" / "tokenizer.json").read_bytes()
