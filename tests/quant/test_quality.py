@@ -7,9 +7,9 @@ Measured on this machine (CPU, torch 2.13; logits over a 32-token canvas, second
 | tiny random (logit std 0.4) | int8 | 0.166 | 0.047 | 96.9 % | 0.35, 0.10, 90 % |
 | tiny random | int4 (groups 64/32) | 1.009 | 0.524 | 84.4 % | 2.0, 0.8, 60 % |
 | tiny random | fp8 | 0.739 | 0.209 | 93.8 % | 1.5, 0.45, 75 % |
-| embedded (logit std 1.7) | int8 | 0.016 | 0.0013 | 100 % | 0.05, 0.005, 100 % |
-| embedded | int4 (group 128) | 0.385 | 0.027 | 100 % | 0.8, 0.06, 97 % |
-| embedded | fp8 | 0.052 | 0.0039 | 100 % | 0.15, 0.01, 97 % |
+| embedded (2,771 steps) | int8 | 0.049 | 0.0061 | 100 % | 0.1, 0.012, 100 % |
+| embedded | int4 (group 128) | 0.713 | 0.0998 | 100 % | 1.5, 0.2, 95 % |
+| embedded | fp8 | 0.176 | 0.0305 | 100 % | 0.35, 0.06, 95 % |
 
 A random model is far more fragile than a trained one (near-uniform logits, near-tie attention with scaling 1.0
 over q/k-normed heads), so its int4 / fp8 bounds are loose: they catch layout bugs (a wrong nibble order or
@@ -60,7 +60,8 @@ def test_tiny_random_model(scheme):
     assert max_err <= max_tol and rel <= rel_tol and top1 >= top1_tol, (max_err, rel, top1)
 
 
-EMBEDDED_TOL = {"int8": (0.05, 0.005, 1.0), "int4": (0.8, 0.06, 0.97), "fp8": (0.15, 0.01, 0.97)}
+# Tolerances about twice the errors measured on the shipped weights (2,771 steps); retrained weights move them.
+EMBEDDED_TOL = {"int8": (0.1, 0.012, 1.0), "int4": (1.5, 0.2, 0.95), "fp8": (0.35, 0.06, 0.95)}
 
 
 @pytest.fixture(scope="module")
