@@ -26,26 +26,13 @@ def test_help_lists_commands():
 
 
 def _tiny_model_folder(tmp_path):
-    from diffill.model import DiffusionGemma, DiffusionGemmaConfig, save_model
+    from tiny import tiny_config
+
+    from diffill.model import DiffusionGemma, save_model
     from diffill.model.tokenizer import CodeTokenizer
 
     tok = CodeTokenizer.train(["def f(x):\n    return x + 1\n", "import os\nprint(os.getcwd())\n"] * 20, 300)
-    cfg = DiffusionGemmaConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        global_head_dim=16,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=16,
-        sliding_window=8,
-        canvas_length=8,
-    )
+    cfg = tiny_config(vocab_size=tok.vocab_size, sliding_window=8)
     folder = tmp_path / "m"
     save_model(DiffusionGemma(cfg), folder)
     tok.save(folder / "tokenizer.json")

@@ -6,30 +6,10 @@ import shutil
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from tiny import tiny_config
 
 from diffill.model import CheckpointError, DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, save_model
 from diffill.model.loader import resolve_checkpoint
-
-
-def tiny_config(**kw) -> DiffusionGemmaConfig:
-    base = dict(
-        vocab_size=300,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        global_head_dim=16,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=16,
-        sliding_window=4,
-        canvas_length=8,
-    )
-    base.update(kw)
-    return DiffusionGemmaConfig(**base)
 
 
 @pytest.fixture()

@@ -1,36 +1,20 @@
 """Encoder cache reuse across keystrokes is exact: same tokens as a fresh prefill, fewer tokens encoded."""
 
 import pytest
-import torch
+from tiny import random_model, tiny_config
 
-from diffill.model import DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, SamplerConfig
 from diffill.model.prompt_cache import PromptCache, common_prefix
 
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = DiffusionGemmaConfig(
+    cfg = tiny_config(
         vocab_size=120,
-        hidden_size=32,
-        intermediate_size=48,
         num_hidden_layers=3,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        global_head_dim=16,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=16,
         sliding_window=5,
-        canvas_length=8,
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
     )
-    torch.manual_seed(1)
-    net = DiffusionGemma(cfg).eval()
-    for p in net.parameters():
-        torch.nn.init.normal_(p, 0, 0.3)
-    return DiffusionModel(net, SamplerConfig(eos_token_ids=[], pad_token_id=0))
+    return random_model(cfg, seed=1, eos=[])
 
 
 def test_common_prefix():

@@ -2,34 +2,14 @@
 
 import pytest
 import torch
+from tiny import random_model, tiny_config
 
-from diffill.model import DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, SamplerConfig
 from diffill.model.sampler import Cancelled, categorical_entropy, trim_after_eos
 
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = DiffusionGemmaConfig(
-        vocab_size=200,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        global_head_dim=16,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=16,
-        sliding_window=4,
-        canvas_length=16,
-    )
-    torch.manual_seed(0)
-    net = DiffusionGemma(cfg).eval()
-    for p in net.parameters():
-        torch.nn.init.normal_(p, 0, 0.3)
-    return DiffusionModel(net, SamplerConfig(eos_token_ids=[1], pad_token_id=0))
+    return random_model(tiny_config(vocab_size=200, canvas_length=16))
 
 
 def test_canvas_length_knob(model):
@@ -129,6 +109,5 @@ def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
 def test_canvas_seeded_with_a_draft(model):
     init = [50, 51, 52, 1] + [0] * 12
     seen = []
-    model.generate([2, 10], max_new_tokens=16, seed=0, steps=1, init=init,
-                   on_draft=lambda d, n: seen.append(d.clone()))
+    model.generate([2, 10], max_new_tokens=16, seed=0, steps=1, init=init, on_draft=lambda d, n: seen.append(d.clone()))
     assert len(seen) == 1  # ran from the given canvas (no error); one step as asked

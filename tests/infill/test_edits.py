@@ -80,23 +80,25 @@ def test_canvas_layout_pins_everything_but_the_slots():
     ids, pinned, slots = canvas_layout(text, region, new_ids, encode)
     assert len(slots) == 2 and all(b - a == 5 for a, b in slots)
     assert all(not pinned[i] for a, b in slots for i in range(a, b))
-    kept = "".join(chr(t) for t, p in zip(ids, pinned) if p)
+    kept = "".join(chr(t) for t, p in zip(ids, pinned, strict=True) if p)
     assert kept == text[region.start : region.end].replace("count", "")
     assert apply_fill(text, region, ["total", "total"]) == text[region.start : region.end].replace("count", "total")
 
 
-def test_engine_edit_plumbing_with_a_model_that_fills_the_slots(monkeypatch):
-    from test_engine import engine as engine_fixture  # noqa: F401 - reuse the tiny model set-up
+def test_engine_edit_plumbing_with_a_model_that_fills_the_slots():
+    from tiny import random_net, tiny_config
 
-    from diffill.infill import engine as engine_mod
+    from diffill.infill.engine import CompletionEngine
+    from diffill.model.tokenizer import CodeTokenizer
+
+    tok = CodeTokenizer.train([SRC] * 50, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
     class PerfectModel:
         """Answers with the pinned canvas and the new name in every open slot: tests the layout round trip."""
 
-        def __init__(self, real, new_ids):
-            self.real, self.new_ids = real, new_ids
-            self.config = real.config
-            self.net = real.net
+        def __init__(self, new_ids):
+            self.new_ids, self.net, self.config = new_ids, net, net.config
 
         def generate(self, prompt, max_new_tokens, pinned, trim=False, **kw):
             out, i = [], 0
@@ -109,21 +111,9 @@ def test_engine_edit_plumbing_with_a_model_that_fills_the_slots(monkeypatch):
                     i += len(self.new_ids)
             return out
 
-    from diffill.model.tokenizer import CodeTokenizer
-
-    tok = CodeTokenizer.train([SRC] * 50, vocab_size=300)
     text = SRC.replace("count = 0", "total = 0")
     cursor = text.index("total") + 5
-
-    class Real:
-        config = type("C", (), {"canvas_length": 16})()
-        net = type(
-            "N",
-            (),
-            {"new_cache": staticmethod(lambda: __import__("diffill.model.cache", fromlist=["KVCache"]).KVCache(1))},
-        )()
-
-    eng = engine_mod.CompletionEngine(PerfectModel(Real, tok.encode("total")), tok)
+    eng = CompletionEngine(PerfectModel(tok.encode("total")), tok)
     result = eng.edit(SyntaxDocument(text, "python"), cursor, ("count", "total"), key="k")
     assert result is not None and result.kind == "edit"
     assert result.start == cursor

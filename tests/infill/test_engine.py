@@ -1,11 +1,11 @@
 """The engine end to end on a small random model: spans, the known tail pinned on the canvas, cache reuse."""
 
 import pytest
-import torch
+from tiny import random_net, tiny_config
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine, EngineOptions, _is_known_tail
-from diffill.model import DiffusionGemma, DiffusionGemmaConfig, DiffusionModel, SamplerConfig
+from diffill.model import DiffusionModel, SamplerConfig
 from diffill.model.tokenizer import CodeTokenizer
 
 CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = call(arg, other)\n"] * 30
@@ -14,26 +14,8 @@ CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = ca
 @pytest.fixture(scope="module")
 def engine():
     tok = CodeTokenizer.train(CODE, vocab_size=300)
-    cfg = DiffusionGemmaConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        global_head_dim=16,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=16,
-        sliding_window=16,
-        canvas_length=12,
-    )
-    torch.manual_seed(0)
-    net = DiffusionGemma(cfg).eval()
-    for p in net.parameters():
-        torch.nn.init.normal_(p, 0, 0.4)
+    cfg = tiny_config(vocab_size=tok.vocab_size, sliding_window=16, canvas_length=12)
+    net = random_net(cfg, seed=0, std=0.4)
     model = DiffusionModel(net, SamplerConfig(eos_token_ids=[1], pad_token_id=0))
     return CompletionEngine(model, tok, EngineOptions(steps=4))
 

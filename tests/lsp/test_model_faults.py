@@ -6,7 +6,6 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
-
 from test_server import capabilities, end_position, get_status, inline, open_doc, wait_ready
 
 SERVER = [sys.executable, "-m", "diffill.lsp.cli", "serve"]
