@@ -56,6 +56,17 @@ def _layer_types(n: int) -> list[str]:
     return types
 
 
+def hf_config(canvas_length: int, **text_kwargs):
+    """A transformers DiffusionGemmaConfig for a text stack (token ids 0/1/2 as ours) with the smallest vision
+    tower transformers accepts (diffill never runs it): shared by the benchmarks and the parity tests."""
+    from transformers import DiffusionGemmaConfig, DiffusionGemmaTextConfig
+
+    text = DiffusionGemmaTextConfig(**text_kwargs, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    vision = dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, head_dim=16, position_embedding_size=64)  # fmt: skip
+    return DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas_length)
+
+
 def _timed(fn: Callable[[], object], reps: int) -> float:
     """Median milliseconds over `reps` runs after one warm-up."""
     fn()
@@ -76,35 +87,18 @@ def run(
     threads: int | None = None,
     out: Callable[[str], None] = print,
 ) -> dict[str, float]:
-    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, DiffusionGemmaTextConfig
+    from transformers import DiffusionGemmaForBlockDiffusion
 
     from .api import DiffusionModel
 
     if threads:
         torch.set_num_threads(threads)
     spec = dict(PRESETS[preset])
-    text = DiffusionGemmaTextConfig(
-        **spec,
-        layer_types=_layer_types(spec["num_hidden_layers"]),
-        max_position_embeddings=8192,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=2,
-    )
-    vision = dict(
-        model_type="gemma4_vision",
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=16,
-        position_embedding_size=64,
+    config = hf_config(
+        canvas, **spec, layer_types=_layer_types(spec["num_hidden_layers"]), max_position_embeddings=8192
     )
     torch.manual_seed(0)
-    hf = DiffusionGemmaForBlockDiffusion(
-        DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas)
-    ).eval()
+    hf = DiffusionGemmaForBlockDiffusion(config).eval()
     with tempfile.TemporaryDirectory() as tmp:
         hf.save_pretrained(tmp)
         ours = DiffusionModel.from_pretrained(Path(tmp))

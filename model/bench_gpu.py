@@ -179,24 +179,22 @@ def transformers_step_ms(
     config: DiffusionGemmaConfig, layers: int, canvas: int, prompt: int, reps: int, device
 ) -> dict:
     """One decoder step of transformers' DiffusionGemmaForBlockDiffusion in bf16 with `layers` layers."""
-    from transformers import DiffusionGemmaConfig as HFConfig
-    from transformers import DiffusionGemmaForBlockDiffusion, DiffusionGemmaTextConfig
+    from transformers import DiffusionGemmaForBlockDiffusion
+
+    from .bench import hf_config
 
     types = list(config.layer_types[:layers])
     types[-1] = "full_attention"
-    text = DiffusionGemmaTextConfig(
+    hf_cfg = hf_config(
+        canvas,
         vocab_size=config.vocab_size, hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
         num_hidden_layers=layers, num_attention_heads=config.num_attention_heads,
         num_key_value_heads=config.num_key_value_heads, head_dim=config.head_dim,
         global_head_dim=config.global_head_dim, num_global_key_value_heads=config.num_global_key_value_heads,
         num_experts=config.num_experts, top_k_experts=config.top_k_experts,
         moe_intermediate_size=config.moe_intermediate_size, sliding_window=config.sliding_window,
-        layer_types=types, max_position_embeddings=config.max_position_embeddings, pad_token_id=0,
-        eos_token_id=1, bos_token_id=2,
+        layer_types=types, max_position_embeddings=config.max_position_embeddings,
     )  # fmt: skip
-    vision = dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                  num_attention_heads=2, num_key_value_heads=2, head_dim=16, position_embedding_size=64)  # fmt: skip
-    hf_cfg = HFConfig(text_config=text, vision_config=vision, canvas_length=canvas)
     with torch.device(device):
         hf = DiffusionGemmaForBlockDiffusion._from_config(hf_cfg, dtype=torch.bfloat16).eval()
     g = torch.Generator().manual_seed(1)

@@ -48,28 +48,17 @@ CONFIGS = {
 
 def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
     """Saves a random tiny model (weights perturbed away from their ones/zeros init) with save_pretrained."""
-    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion, DiffusionGemmaTextConfig
+    from transformers import DiffusionGemmaForBlockDiffusion
     from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
         DiffusionGemmaGenerationConfig,
         EntropyBoundSamplerConfig,
     )
 
+    from diffill.model.bench import hf_config
+
     spec = dict(CONFIGS[name])
-    canvas = spec.pop("canvas_length")
-    text = DiffusionGemmaTextConfig(
-        **spec, max_position_embeddings=4096, pad_token_id=0, eos_token_id=1, bos_token_id=2
-    )
-    vision = dict(
-        model_type="gemma4_vision",
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=16,
-        position_embedding_size=64,
-    )
-    config = DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas)
+    config = hf_config(spec.pop("canvas_length"), **spec, max_position_embeddings=4096)
+    canvas = config.canvas_length
     torch.manual_seed(seed)
     model = DiffusionGemmaForBlockDiffusion(config).eval()
     with torch.no_grad():
