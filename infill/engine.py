@@ -48,12 +48,6 @@ class EngineOptions:
     draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
 
 
-def _line_end(text: str, offset: int) -> int:
-    nl = text.find("\n", offset)
-    end = len(text) if nl < 0 else nl
-    return end - 1 if end > offset and text[end - 1] == "\r" else end
-
-
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
 
@@ -212,7 +206,7 @@ class CompletionEngine:
         offset = max(0, min(offset, len(text)))
         span = select_span(doc, offset)
         # Mid-line, the model regenerates the whole rest of the line: its suffix starts at the line end.
-        suffix_start = _line_end(text, offset) if span.kind == "line" else offset
+        suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
         prompt = self.prompt_for(text, offset, suffix_start, self.context_for(doc, offset, key, path))
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length

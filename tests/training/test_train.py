@@ -3,27 +3,23 @@
 import json
 
 import torch
+from tiny import TINY
 
 from diffill.model import DiffusionModel
 from diffill.model.train import TrainConfig, export, train
 
-SMALL = dict(
-    vocab_size=0,
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=2,
-    num_key_value_heads=1,
-    head_dim=16,
-    global_head_dim=16,
-    num_global_key_value_heads=1,
-    num_experts=4,
-    top_k_experts=2,
-    moe_intermediate_size=16,
-    sliding_window=32,
-    max_position_embeddings=512,
-    layer_types=["sliding_attention", "full_attention"],
-)
+# The tiny shape of the other tests with a vocabulary set by the trained tokenizer and room for 48-token prompts.
+SMALL = {**TINY, "vocab_size": 0, "intermediate_size": 64, "sliding_window": 32, "max_position_embeddings": 512,
+         "layer_types": ["sliding_attention", "full_attention"]}  # fmt: skip
+SMALL.pop("canvas_length")
+
+
+def small_run(tmp_path, out: str, **overrides) -> TrainConfig:
+    """A training configuration small enough for a test: 48-token prompts, 8-token canvases, one thread."""
+    base = dict(corpus=str(tmp_path / "corpus"), out=str(tmp_path / out), prompt_len=48, max_suffix=8, canvas=8,
+                batch=2, warmup=2, log_every=1000, save_every_s=1e9, threads=1)  # fmt: skip
+    return TrainConfig(**{**base, **overrides})
+
 
 SOURCE = """import os
 
@@ -59,20 +55,7 @@ def make_corpus(folder):
 def test_losses_fall_resume_and_export(tmp_path):
     torch.manual_seed(0)
     make_corpus(tmp_path / "corpus")
-    cfg = TrainConfig(
-        corpus=str(tmp_path / "corpus"),
-        out=str(tmp_path / "run"),
-        prompt_len=48,
-        max_suffix=8,
-        canvas=8,
-        batch=4,
-        lr=3e-3,
-        warmup=5,
-        total_steps=60,
-        log_every=10,
-        save_every_s=1e9,
-        threads=1,
-    )
+    cfg = small_run(tmp_path, "run", batch=4, lr=3e-3, warmup=5, total_steps=60, log_every=10)
     logs = []
     state = train(cfg, SMALL, log=logs.append)
     rows = [json.loads(line) for line in logs if line.startswith('{"step"')]
@@ -96,44 +79,19 @@ def test_losses_fall_resume_and_export(tmp_path):
 
 def test_minutes_limit_counts_across_checkpoint_saves(tmp_path):
     make_corpus(tmp_path / "corpus")
-    cfg = TrainConfig(
-        corpus=str(tmp_path / "corpus"),
-        out=str(tmp_path / "run"),
-        prompt_len=48,
-        max_suffix=8,
-        canvas=8,
-        batch=2,
-        warmup=2,
-        total_steps=100_000,
-        log_every=1000,
-        save_every_s=0.0,
-        max_minutes=0.05,
-        threads=1,
-    )
+    cfg = small_run(tmp_path, "run", total_steps=100_000, save_every_s=0.0, max_minutes=0.05)
     state = train(cfg, SMALL, log=lambda line: None)
     assert 0 < state["step"] < 100_000 and state["seconds"] < 30
 
 
 def test_training_can_start_from_exported_weights(tmp_path):
     make_corpus(tmp_path / "corpus")
-    base = TrainConfig(
-        corpus=str(tmp_path / "corpus"),
-        out=str(tmp_path / "a"),
-        prompt_len=48,
-        max_suffix=8,
-        canvas=8,
-        batch=2,
-        warmup=2,
-        total_steps=20,
-        log_every=1000,
-        save_every_s=1e9,
-        threads=1,
-    )
+    base = small_run(tmp_path, "a", total_steps=20)
     train(base, SMALL, log=lambda line: None)
     export(tmp_path / "a", tmp_path / "w")
     start = DiffusionModel.from_pretrained(tmp_path / "w", dtype="float32").net.embed_tokens.weight.clone()
     logs = []
-    cont = TrainConfig(**{**base.__dict__, "out": str(tmp_path / "b"), "init": str(tmp_path / "w"), "total_steps": 3})
+    cont = small_run(tmp_path, "b", init=str(tmp_path / "w"), total_steps=3)
     train(cont, SMALL, log=logs.append)
     assert any("initialised from" in line for line in logs)
     after = DiffusionModel.from_pretrained(tmp_path / "b" / "checkpoint" / "model").net.embed_tokens.weight
