@@ -46,6 +46,7 @@ class EngineOptions:
     context_tokens: int = 0  # cross-file context budget; 0 = off (models not trained with context)
     line_canvas_length: int = 0  # canvas for rest-of-line spans; 0 = the same as the others
     draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
+    min_confidence: float = 0.0  # cut the answer before the first token the model gave a lower probability
 
 
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
@@ -144,6 +145,7 @@ class CompletionEngine:
             pinned=pins,
             cancel=cancel,
             cache=cache,
+            min_confidence=self.options.min_confidence,
         )
 
     def edit(
@@ -225,6 +227,7 @@ class CompletionEngine:
                 cancel=cancel,
                 cache=cache,
                 init=init,
+                min_confidence=self.options.min_confidence,
             )
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):

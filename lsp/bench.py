@@ -118,7 +118,6 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
     return result
 
 
-
 async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
     """Types whole lines one character at a time, asking for a completion after every keystroke: the first
     request of a line pays the prompt prefill, the next ones reuse the encoder cache (or the typed-ahead cache)."""

@@ -51,6 +51,7 @@ def _train_run(args: argparse.Namespace) -> int:
         threads=args.threads,
         device=args.device,
         lr=args.lr,
+        diffusion_weight=args.diffusion_weight,
         save_every_s=args.save_every,
         prompt_len=args.prompt_len,
         init=args.init,
@@ -67,6 +68,8 @@ def _train_export(args: argparse.Namespace) -> int:
     sampler = {"max_denoising_steps": args.steps}
     if args.draft:
         sampler["diffill_draft"] = args.draft
+    if args.min_confidence:
+        sampler["diffill_min_confidence"] = args.min_confidence
     export(Path(args.run), Path(args.dest), sampler=sampler)
     print(f"exported {args.run} -> {args.dest}")
     return 0
@@ -131,6 +134,7 @@ def _eval(args: argparse.Namespace) -> int:
         line_canvas=args.line_canvas,
         prompt_tokens=args.prompt_tokens,
         draft=args.draft,
+        min_confidence=args.min_confidence,
     )
     return 0
 
@@ -203,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["model", "none", "ar"],
         help="seed canvases with the encoder's AR draft (model = as the model's card says)",
     )
+    ev.add_argument(
+        "--min-confidence",
+        type=float,
+        default=-1.0,
+        help="cut answers at the first doubtful token (-1 = the model's card)",
+    )
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
@@ -264,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--device", default="cpu")
     tr.add_argument("--lr", type=float, default=2e-3)
     tr.add_argument("--prompt-len", type=int, default=384)
+    tr.add_argument("--diffusion-weight", type=float, default=1.0, help="weight of the canvas loss beside the AR loss")
     tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
     tr.add_argument("--init", default="", help="start from a model folder (e.g. model/weights) if no checkpoint")
     tr.set_defaults(func=_train_run)
@@ -272,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument("--dest", default="model/weights")
     te.add_argument("--steps", type=int, default=8, help="default denoising steps written to generation_config")
     te.add_argument("--draft", default="", choices=["", "ar"], help="ask the daemon to seed canvases with AR drafts")
+    te.add_argument(
+        "--min-confidence", type=float, default=0.0, help="cut answers at the first token under this probability"
+    )
     te.set_defaults(func=_train_export)
     return parser
 

@@ -68,6 +68,7 @@ class DiffillServer(LanguageServer):
         self.cache = TypedAheadCache()
         self.scheduler = Scheduler()
         self.engine: CompletionEngine | None = None
+        self.card_min_confidence = 0.0  # the loaded model's own answer cut-off (generation_config.json)
         self.model_state = "not loaded"
         self.model_error: str | None = None
         self._load_lock = threading.Lock()
@@ -110,6 +111,8 @@ class DiffillServer(LanguageServer):
         if self.engine is not None:
             options = self._engine_options()
             options.context_tokens, options.draft = self.engine.options.context_tokens, self.engine.options.draft
+            if new.min_confidence < 0:  # the model's own
+                options.min_confidence = self.card_min_confidence
             self.engine.options = options
         if reload and not initial:
             self.load_model_async()
@@ -118,8 +121,13 @@ class DiffillServer(LanguageServer):
     def _engine_options(self) -> EngineOptions:
         s = self.settings
         # Rest-of-line spans get a 16-token canvas (measured: 8.7 ms a step against 13 ms for 32 tokens).
-        return EngineOptions(steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens,
-                             line_canvas_length=16)
+        return EngineOptions(
+            steps=s.steps,
+            canvas_length=s.canvas_length,
+            max_prompt_tokens=s.max_prompt_tokens,
+            line_canvas_length=16,
+            min_confidence=max(0.0, s.min_confidence),
+        )
 
     # ----- workspace context -----
     def start_workspace_index(self) -> None:
@@ -151,6 +159,9 @@ class DiffillServer(LanguageServer):
         if self.context_enabled:
             engine.options.context_tokens = 96
         engine.options.draft = loaded.draft
+        self.card_min_confidence = loaded.min_confidence
+        if self.settings.min_confidence < 0:
+            engine.options.min_confidence = loaded.min_confidence
         engine.workspace = self.workspace_index
         engine.recent = self.recent
         return engine

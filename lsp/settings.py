@@ -27,6 +27,7 @@ class Settings:
     max_prompt_tokens: int = 256
     enabled: bool = True
     threads: int = 0  # 0 = automatic (1 for small models on few cores)
+    min_confidence: float = -1.0  # cut answers at the first token under this probability; -1 = the model's card
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -64,6 +65,9 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         if not bounds[0] <= value <= bounds[1]:
             return value, f"must be in [{bounds[0]}, {bounds[1]}] (got {value})"
         return value, None
+    if name == "min_confidence":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and (value == -1 or 0 <= value <= 1)
+        return (float(value), None) if ok else (value, "must be a number in [0, 1], or -1 for the model's own")
     if name == "enabled":
         return value, None if isinstance(value, bool) else "must be true or false"
     if name == "languages":

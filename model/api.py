@@ -13,7 +13,7 @@ from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
-from .sampler import GenerationOutput, SamplerConfig, generate, trim_after_eos
+from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
@@ -80,10 +80,12 @@ class DiffusionModel:
         trim: bool = True,
         cache: KVCache | None = None,
         init: list[int] | None = None,
+        min_confidence: float = 0.0,
         **sampler_overrides,
     ) -> list[int]:
         """New token ids for `prompt_ids`. With `trim` (default) the first EOS and what follows are dropped;
-        without it, whole canvases come back as the reference emits them (EOS kept, then pad)."""
+        without it, whole canvases come back as the reference emits them (EOS kept, then pad).
+        `min_confidence` > 0 cuts the answer before the first token the model gave a lower probability."""
         out = self.generate_full(
             prompt_ids,
             max_new_tokens,
@@ -97,9 +99,10 @@ class DiffusionModel:
             init,
             **sampler_overrides,
         )
+        tokens = cut_at_doubt(out.tokens, out.confidence, min_confidence)
         if trim:
-            return trim_after_eos(out.tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
-        return out.tokens
+            return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
+        return tokens
 
     @torch.inference_mode()
     def generate_full(

@@ -102,6 +102,7 @@ def run(
     line_canvas: int = 0,
     prompt_tokens: int = 384,
     draft: str = "model",
+    min_confidence: float = -1.0,
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -120,6 +121,7 @@ def run(
             line_canvas_length=line_canvas,
             max_prompt_tokens=prompt_tokens,
             draft=loaded.draft if draft == "model" else draft,
+            min_confidence=loaded.min_confidence if min_confidence < 0 else min_confidence,
         ),
     )
     cases: list[Case] = []

@@ -47,6 +47,7 @@ class LoadedModel:
     device: str
     trained_with_context: bool = False  # the prompt may carry cross-file context blocks
     draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
+    min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
 
 
 def load(
@@ -86,11 +87,13 @@ def load(
             with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
         except (ValueError, AttributeError):
             with_context = False
-    draft = ""
+    draft, min_confidence = "", 0.0
     gen = folder / "generation_config.json"
     if gen.exists():
         try:
-            draft = str(json.loads(gen.read_text()).get("diffill_draft", ""))
-        except ValueError:
-            draft = ""
-    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft)
+            card = json.loads(gen.read_text())
+            draft = str(card.get("diffill_draft", ""))
+            min_confidence = float(card.get("diffill_min_confidence", 0.0))
+        except (ValueError, TypeError, AttributeError):
+            draft, min_confidence = "", 0.0
+    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft, min_confidence)

@@ -63,6 +63,7 @@ class Cancelled(Exception):
 class CanvasResult:
     tokens: torch.Tensor  # [B, C] argmax canvas of the last step
     steps: int
+    confidence: torch.Tensor | None = None  # [B, C] the untempered probability of each argmax token
 
 
 def categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -125,6 +126,7 @@ def denoise_canvas(
         steps += 1
         if pin_mask is not None:
             logits = pin_logits(logits, pin_mask, pin_ids)
+        last_logits = logits
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
         probs = torch.softmax(z, dim=-1, dtype=torch.float32)
@@ -152,7 +154,11 @@ def denoise_canvas(
             confident = entropy.mean(dim=-1) < cfg.confidence_threshold
             if bool((stable & confident).all()):
                 break
-    return CanvasResult(tokens=argmax, steps=steps)
+    confidence = None
+    if steps:
+        probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
+        confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
+    return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
 
 
 @dataclass
@@ -160,6 +166,7 @@ class GenerationOutput:
     tokens: list[int]  # new tokens, EOS handling applied (see `generate`)
     steps: int  # decoder passes over all canvases
     canvases: int
+    confidence: list[float] = field(default_factory=list)  # per token: the model's probability of it
 
 
 def generate(
@@ -200,6 +207,7 @@ def generate(
     if cancel is not None and cancel():  # stale before it started: skip even the prefill
         raise Cancelled()
     new: list[int] = []
+    confidence: list[float] = []
     steps = 0
     to_encode = ids[:, cache.length :]
     n_canvases = max(1, math.ceil(max_new_tokens / c))
@@ -231,10 +239,25 @@ def generate(
                 block = torch.where((seen > 0) & ~((seen == 1) & is_eos), cfg.pad_token_id, block)
                 finished = True
         new.extend(block[0].tolist())
+        if result.confidence is not None:
+            confidence.extend(result.confidence[0].tolist())
+        else:
+            confidence.extend([1.0] * block.shape[1])
         if finished:
             break
         to_encode = block
-    return GenerationOutput(tokens=new, steps=steps, canvases=b + 1)
+    return GenerationOutput(tokens=new, steps=steps, canvases=b + 1, confidence=confidence)
+
+
+def cut_at_doubt(tokens: list[int], confidence: list[float], threshold: float) -> list[int]:
+    """The tokens before the first one the model gave a probability under `threshold`: a weak model's canvas
+    is often right at its start and noise after, and a shorter right answer beats a long wrong one."""
+    if threshold <= 0:
+        return tokens
+    for i, (_, p) in enumerate(zip(tokens, confidence, strict=False)):
+        if p < threshold:
+            return tokens[:i]
+    return tokens
 
 
 def trim_after_eos(tokens: list[int], eos_ids: list[int], pad_id: int) -> list[int]:

@@ -61,6 +61,10 @@ class TrainConfig:
     prompt_len: int = 384
     max_suffix: int = 64
     canvas: int = 32
+    # The daemon decodes rest-of-line spans on a shorter canvas (line_canvas_length): the bidirectional decoder
+    # must see that length in training too, or its EOS/pad layout is one it never learnt.
+    short_canvas: int = 16
+    short_canvas_prob: float = 0.5
     batch: int = 8
     lr: float = 2e-3
     min_lr_frac: float = 0.1
@@ -144,8 +148,11 @@ def make_example(
     cfg: TrainConfig,
     corpus: Corpus | None = None,
     index: int = -1,
+    canvas: int = 0,
 ):
-    """(prompt ids padded on the left to prompt_len, canvas ids) or None if no span fits."""
+    """(prompt ids padded on the left to prompt_len, canvas ids of length `canvas` (default cfg.canvas)) or None
+    if no span fits."""
+    canvas = canvas or cfg.canvas
     span = sample_span(text, rng)
     if span is None:
         return None
@@ -153,7 +160,7 @@ def make_example(
     suf_text = text[span.end : span.end + cfg.max_suffix * 8]
     middle_text = text[span.start : span.end]
     middle = tok.encode(middle_text)
-    if not middle or len(middle) >= cfg.canvas:
+    if not middle or len(middle) >= canvas:
         return None
     context = []
     if corpus is not None and cfg.context_prob and rng.random() < cfg.context_prob:
@@ -161,15 +168,17 @@ def make_example(
         context = [tok.encode(b) for b in blocks]
     prompt = build_prompt(tok.encode(pre_text), tok.encode(suf_text), cfg.prompt_len, cfg.max_suffix, context)
     prompt = [PAD] * (cfg.prompt_len - len(prompt)) + prompt
-    return prompt, build_canvas(middle, cfg.canvas)
+    return prompt, build_canvas(middle, canvas)
 
 
 def batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
     while True:
         prompts, canvases = [], []
+        short = 0 < cfg.short_canvas < cfg.canvas and rng.random() < cfg.short_canvas_prob
+        length = cfg.short_canvas if short else cfg.canvas
         while len(prompts) < cfg.batch:
             i = rng.randrange(len(corpus.texts))
-            ex = make_example(corpus.texts[i], tok, rng, cfg, corpus, i)
+            ex = make_example(corpus.texts[i], tok, rng, cfg, corpus, i, canvas=length)
             if ex is not None:
                 prompts.append(ex[0])
                 canvases.append(ex[1])
@@ -313,6 +322,11 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     if (ckpt / "state.json").exists():
         state = load_checkpoint(ckpt, net, opt)
         log(f"resumed at step {state['step']}")
+        # The state records the settings in force now (the daemon reads e.g. context_prob from it) and keeps
+        # those of earlier runs beside the step they started at.
+        if state.get("config") != asdict(cfg):
+            state.setdefault("runs", []).append({"from_step": state["step"], "config": state.get("config")})
+            state["config"] = asdict(cfg)
     rng = random.Random(cfg.seed * 1000 + state["step"])
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + state["step"])
     data = batches(corpus, tok, cfg, rng)
@@ -434,5 +448,8 @@ def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampl
     state = json.loads((run_dir / "checkpoint" / "state.json").read_text())
     write_data_card(Path(state["config"]["corpus"]), state, dest)
     (dest / "training.json").write_text(
-        json.dumps({k: state[k] for k in ("step", "tokens", "seconds", "history", "config")}, indent=1) + "\n"
+        json.dumps(
+            {k: state[k] for k in ("step", "tokens", "seconds", "history", "config", "runs") if k in state}, indent=1
+        )
+        + "\n"
     )

@@ -111,3 +111,30 @@ def test_canvas_seeded_with_a_draft(model):
     seen = []
     model.generate([2, 10], max_new_tokens=16, seed=0, steps=1, init=init, on_draft=lambda d, n: seen.append(d.clone()))
     assert len(seen) == 1  # ran from the given canvas (no error); one step as asked
+
+
+def test_confidence_is_the_probability_of_each_committed_token(model):
+    out = model.generate_full([2, 10, 11], max_new_tokens=8, seed=2, canvas_length=8, pinned={2: 60, 5: 61})
+    assert len(out.confidence) == len(out.tokens) == 8
+    assert all(0.0 <= p <= 1.0 for p in out.confidence)
+    assert out.confidence[2] == pytest.approx(1.0) and out.confidence[5] == pytest.approx(1.0)  # pinned: certain
+    assert min(out.confidence) < 0.5  # a random model doubts the rest
+
+
+def test_min_confidence_cuts_before_the_first_doubtful_token(model):
+    full = model.generate_full([2, 10, 11], max_new_tokens=8, seed=2, canvas_length=8, eos_token_ids=[])
+    threshold = sorted(full.confidence)[len(full.confidence) // 2]
+    first_doubt = next(i for i, p in enumerate(full.confidence) if p < threshold)
+    cut = model.generate(
+        [2, 10, 11], max_new_tokens=8, seed=2, canvas_length=8, eos_token_ids=[], min_confidence=threshold
+    )
+    assert cut == full.tokens[:first_doubt]
+    assert model.generate([2, 10, 11], max_new_tokens=8, seed=2, canvas_length=8, eos_token_ids=[]) == full.tokens
+
+
+def test_cut_at_doubt():
+    from diffill.model.sampler import cut_at_doubt
+
+    assert cut_at_doubt([5, 6, 7], [0.9, 0.2, 0.9], 0.5) == [5]
+    assert cut_at_doubt([5, 6, 7], [0.9, 0.6, 0.9], 0.5) == [5, 6, 7]
+    assert cut_at_doubt([5, 6, 7], [0.1, 0.9, 0.9], 0.0) == [5, 6, 7]  # 0 = off

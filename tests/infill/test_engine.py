@@ -90,3 +90,15 @@ def test_suffix_is_cut_at_a_line_boundary(engine):
         assert engine._suffix_ids("x = 1\n") == engine.tokenizer.encode("x = 1\n")
     finally:
         engine.options.max_suffix_tokens = 64
+
+
+def test_min_confidence_drops_answers_the_model_doubts(engine):
+    texts = [f"def f(x):\n    return g(x)\n\n{head}" for head in ("name = call(arg", "items = [a", "print(", "x = ")]
+    docs = [SyntaxDocument(t, "python") for t in texts]
+    engine.options.min_confidence = 0.0
+    assert any(engine.complete(d, len(d.text)) is not None for d in docs)
+    engine.options.min_confidence = 1.0  # no token of a random model is certain
+    try:
+        assert all(engine.complete(d, len(d.text)) is None for d in docs)
+    finally:
+        engine.options.min_confidence = 0.0

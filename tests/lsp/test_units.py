@@ -12,6 +12,9 @@ def test_settings_defaults_and_camel_case():
     assert s.steps == 4 and s.canvas_length == 16
     assert parse_settings(None) == Settings()
     assert parse_settings({"diffill": {"languages": ["python", "go"]}}).languages == ("python", "go")
+    assert parse_settings({"minConfidence": 0.3}).min_confidence == 0.3
+    assert parse_settings({"minConfidence": 1}).min_confidence == 1.0
+    assert Settings().min_confidence == -1.0  # the model card's own
 
 
 @pytest.mark.parametrize(
@@ -24,6 +27,8 @@ def test_settings_defaults_and_camel_case():
         ({"quantization": "int3"}, "quantization"),
         ({"languages": ["cobol"]}, "cobol"),
         ({"enabled": "yes"}, "enabled"),
+        ({"minConfidence": 1.5}, "minConfidence"),
+        ({"minConfidence": "high"}, "minConfidence"),
         ({"wat": 1}, "wat: unknown setting"),
         ([1, 2], "must be an object"),
     ],

@@ -133,3 +133,25 @@ def test_compressed_corpus_is_read_when_plain_is_absent(tmp_path):
     with gzip.open(tmp_path / "train.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps({"path": "a.py", "text": "x = 1\n"}) + "\n")
     assert [d["text"] for d in corpus.iter_docs(tmp_path / "train.jsonl")] == ["x = 1\n"]
+
+
+def test_batches_mix_the_short_line_canvas_with_the_full_one(tmp_path):
+    import json
+
+    import torch
+
+    from diffill.model.train import Corpus, TrainConfig, batches
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    with open(tmp_path / "train.jsonl", "w") as fh:
+        fh.write(json.dumps({"path": "a.py", "text": text}) + "\n")
+    tok = CodeTokenizer.train([text] * 5, vocab_size=300)
+    cfg = TrainConfig(
+        prompt_len=64, max_suffix=16, canvas=32, short_canvas=16, short_canvas_prob=0.5, batch=2, context_prob=0
+    )
+    data = batches(Corpus(tmp_path / "train.jsonl"), tok, cfg, random.Random(0))
+    shapes = {tuple(next(data)[1].shape) for _ in range(20)}
+    assert shapes == {(2, 16), (2, 32)}
+    cfg.short_canvas = 0
+    data = batches(Corpus(tmp_path / "train.jsonl"), tok, cfg, random.Random(0))
+    assert all(isinstance(b[1], torch.Tensor) and b[1].shape == (2, 32) for b in (next(data) for _ in range(5)))

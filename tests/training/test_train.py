@@ -70,11 +70,18 @@ def test_losses_fall_resume_and_export(tmp_path):
     state2 = train(cfg, SMALL, log=logs2.append)
     assert any("resumed at step 60" in line for line in logs2)
     assert state2["step"] == 70
-    export(tmp_path / "run", tmp_path / "weights")
+    # The state says what the latest run used (the daemon reads it) and keeps the earlier settings.
+    assert state2["config"]["total_steps"] == 70
+    assert state2["runs"] == [{"from_step": 60, "config": {**state2["config"], "total_steps": 60}}]
+    export(tmp_path / "run", tmp_path / "weights", sampler={"diffill_min_confidence": 0.25})
     model = DiffusionModel.from_pretrained(tmp_path / "weights", dtype="float32")
     assert (tmp_path / "weights" / "tokenizer.json").exists() and (tmp_path / "weights" / "DATA.md").exists()
     assert model.sampler.max_denoising_steps == 8
     assert len(model.generate([2, 5, 6], max_new_tokens=8, seed=0, trim=False)) == 8
+    from diffill.model import runtime
+
+    assert runtime.load(str(tmp_path / "weights"), "cpu").min_confidence == 0.25
+    assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 
 def test_minutes_limit_counts_across_checkpoint_saves(tmp_path):

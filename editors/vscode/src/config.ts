@@ -41,6 +41,7 @@ export interface ServerSettings {
   latencyBudgetMs?: number;
   maxPromptTokens?: number;
   threads?: number;
+  minConfidence?: number;
 }
 
 function intIn(value: unknown, lo: number, hi: number): number | undefined {
@@ -70,7 +71,7 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   const opts: ServerSettings = {
     model: (cfg.get<string>('model') ?? '').trim(),
     device: device && (DEVICES as readonly string[]).includes(device) ? device : 'auto',
-    steps: intIn(cfg.get<number>('steps'), 1, 128) ?? 8,
+    steps: intIn(cfg.get<number>('steps'), 1, 128) ?? 4,
     enabled: cfg.get<boolean>('enabled') !== false,
     languages,
   };
@@ -82,6 +83,10 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   if (prompt !== undefined) opts.maxPromptTokens = prompt;
   const threads = intIn(cfg.get<number>('threads'), 0, 256);
   if (threads !== undefined && threads > 0) opts.threads = threads;
+  const confidence = cfg.get<number | null>('minConfidence');
+  if (typeof confidence === 'number' && Number.isFinite(confidence)) {
+    opts.minConfidence = Math.min(1, Math.max(0, confidence));
+  }
   return opts;
 }
 

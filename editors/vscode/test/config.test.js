@@ -8,7 +8,7 @@ const stub = (values) => ({ get: (k) => values[k] });
 test('defaults: `diffill serve`, embedded model, auto device, 8 steps, enabled', () => {
   assert.deepEqual(c.serverCommand(stub({})), { command: 'diffill', args: ['serve'] });
   assert.deepEqual(c.toInitializationOptions(stub({})), {
-    model: '', device: 'auto', steps: 8, enabled: true, languages: [...c.LANGUAGES],
+    model: '', device: 'auto', steps: 4, enabled: true, languages: [...c.LANGUAGES],
   });
 });
 
@@ -19,19 +19,21 @@ test('package.json defaults map to the same options', () => {
   for (const [k, v] of Object.entries(props)) values[k.replace(/^diffill\./, '')] = v.default;
   assert.deepEqual(c.serverCommand(stub(values)), { command: 'diffill', args: ['serve'] });
   assert.deepEqual(c.toInitializationOptions(stub(values)), {
-    model: '', device: 'auto', steps: 8, enabled: true, languages: [...c.LANGUAGES],
+    model: '', device: 'auto', steps: 4, enabled: true, languages: [...c.LANGUAGES],
   });
 });
 
 test('configured values are passed through in the server\'s camelCase keys', () => {
   const opts = c.toInitializationOptions(stub({
     model: ' /models/dg ', device: 'cuda', steps: 16, enabled: false, canvasLength: 48,
-    latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, languages: ['python', 'rust'],
+    latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, languages: ['python', 'rust'], minConfidence: 0.3,
   }));
   assert.deepEqual(opts, {
     model: '/models/dg', device: 'cuda', steps: 16, enabled: false, languages: ['python', 'rust'],
-    canvasLength: 48, latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4,
+    canvasLength: 48, latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, minConfidence: 0.3,
   });
+  assert.equal(c.toInitializationOptions(stub({ minConfidence: 7 })).minConfidence, 1);
+  assert.equal(c.toInitializationOptions(stub({ minConfidence: null })).minConfidence, undefined);
 });
 
 test('out-of-range and invalid values are clamped or dropped (the server rejects unknown values)', () => {
