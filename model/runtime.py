@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -71,6 +71,8 @@ def load(
     model = DiffusionModel.from_pretrained(
         folder, device=dev, dtype=dtype, progress=progress, quantization=quantization
     )
+    if dev.startswith("cuda"):
+        model.sampler = replace(model.sampler, fused=True)  # one Triton pass per step over the vocabulary
     tok_path = folder / "tokenizer.json"
     if not tok_path.exists():
         raise CheckpointError(f"{folder}: no tokenizer.json")

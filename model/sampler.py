@@ -33,6 +33,9 @@ class SamplerConfig:
     confidence_threshold: float | None = 0.005
     eos_token_ids: list[int] = field(default_factory=lambda: [1])
     pad_token_id: int = 0
+    # One fused Triton pass for sample/argmax/entropy (kernels/sampler.py) where the kernels run (CUDA):
+    # the same distribution as the reference, not the same random stream, so parity runs leave it off.
+    fused: bool = False
 
     @classmethod
     def from_generation_config(cls, raw: dict[str, Any]) -> SamplerConfig:
@@ -89,6 +92,22 @@ def pin_logits(logits: torch.Tensor, pin_mask: torch.Tensor, pin_ids: torch.Tens
     return torch.where(pin_mask.unsqueeze(-1), forced, logits)
 
 
+def _kernels_run(z: torch.Tensor) -> bool:
+    from diffill.kernels._triton import interpreting, triton_available, use_triton
+
+    return use_triton(z) or (interpreting() and triton_available())
+
+
+def _fused_stats(z: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits."""
+    from diffill.kernels.sampler import sampler_step_triton
+
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
+    step = sampler_step_triton(z, 1.0, seed)
+    shape = z.shape[:-1]
+    return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape)
+
+
 def denoise_canvas(
     model: DiffusionGemma,
     cache: KVCache,
@@ -129,10 +148,13 @@ def denoise_canvas(
         last_logits = logits
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
-        probs = torch.softmax(z, dim=-1, dtype=torch.float32)
-        sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
-        argmax = torch.argmax(z, dim=-1)
-        entropy = categorical_entropy(z)
+        if cfg.fused and _kernels_run(z):
+            sample, argmax, entropy = _fused_stats(z, generator)
+        else:
+            probs = torch.softmax(z, dim=-1, dtype=torch.float32)
+            sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
+            argmax = torch.argmax(z, dim=-1)
+            entropy = categorical_entropy(z)
         sorted_h, order = torch.sort(entropy, dim=-1)
         chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= cfg.entropy_bound
         keep = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
