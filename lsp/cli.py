@@ -135,6 +135,7 @@ def _eval(args: argparse.Namespace) -> int:
         prompt_tokens=args.prompt_tokens,
         draft=args.draft,
         min_confidence=args.min_confidence,
+        dtype=args.dtype,
     )
     return 0
 
@@ -213,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=-1.0,
         help="cut answers at the first doubtful token (-1 = the model's card)",
     )
+    ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)

@@ -106,7 +106,13 @@ class DiffillServer(LanguageServer):
         except SettingsError as exc:
             self.show(f"{exc} (previous settings kept)")
             return False
-        reload = new.model != self.settings.model or new.device != self.settings.device or initial
+        reload = (
+            new.model != self.settings.model
+            or new.device != self.settings.device
+            or new.precision != self.settings.precision
+            or new.quantization != self.settings.quantization
+            or initial
+        )
         self.settings = new
         if self.engine is not None:
             options = self._engine_options()
@@ -192,9 +198,13 @@ class DiffillServer(LanguageServer):
                         pct = int(100 * done / max(1, total))
                         self.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
 
-                loaded = runtime.load(self.settings.model, self.settings.device, self.settings.threads, on_progress)
+                s = self.settings
+                quant = None if s.quantization == "none" else s.quantization
+                loaded = runtime.load(s.model, s.device, s.threads, on_progress, quant, dtype=s.precision)
                 self.engine = self._make_engine(loaded)
-                self.model_state = f"ready ({loaded.source} on {loaded.device})"
+                precision = str(loaded.model.net.dtype).removeprefix("torch.")
+                weights = f", {quant} weights" if quant else ""
+                self.model_state = f"ready ({loaded.source} on {loaded.device}, {precision}{weights})"
                 self.model_error = None
                 log.info("model %s", self.model_state)
             except Exception as exc:  # the server stays up; the user sees why
@@ -206,7 +216,7 @@ class DiffillServer(LanguageServer):
                 elif self.settings.model:
                     self.model_state = "loading (embedded fallback)"
                     try:
-                        loaded = runtime.load("", "cpu", self.settings.threads)
+                        loaded = runtime.load("", "cpu", self.settings.threads, dtype=self.settings.precision)
                         self.engine = self._make_engine(loaded)
                         self.model_state = "ready (embedded fallback)"
                         self.show("using the embedded model instead", types.MessageType.Warning)

@@ -13,6 +13,7 @@ from typing import Any
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua", "plaintext")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 QUANTIZATION = ("none", "int8", "int4", "fp8")
+PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Settings:
     model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
     device: str = "auto"
     quantization: str = "none"
+    precision: str = "auto"  # activations/weights: auto = bf16 on GPUs and CPUs with native bf16, else fp32
     steps: int = 4  # denoising steps per canvas (the sampler also stops early when stable)
     canvas_length: int = 0  # 0 = the model's own canvas length
     languages: tuple[str, ...] = field(default=LANGUAGES)
@@ -50,6 +52,8 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     if name == "device":
         ok = isinstance(value, str) and (value in DEVICES or re.fullmatch(r"cuda:\d+", value))
         return value, None if ok else f"must be one of {', '.join(DEVICES)} or cuda:N"
+    if name == "precision":
+        return value, None if value in PRECISIONS else f"must be one of {', '.join(PRECISIONS)}"
     if name == "quantization":
         return value, None if value in QUANTIZATION else f"must be one of {', '.join(QUANTIZATION)}"
     if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads"):

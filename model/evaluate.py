@@ -103,6 +103,7 @@ def run(
     prompt_tokens: int = 384,
     draft: str = "model",
     min_confidence: float = -1.0,
+    dtype: str = "auto",
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -111,7 +112,7 @@ def run(
     from . import runtime
 
     rng = random.Random(seed)
-    loaded = runtime.load(model, "auto")
+    loaded = runtime.load(model, "auto", dtype=dtype)
     engine = CompletionEngine(
         loaded.model,
         loaded.tokenizer,

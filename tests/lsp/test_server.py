@@ -210,6 +210,31 @@ async def test_settings_change_valid_and_invalid(client: LanguageClient):
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_precision_and_quantization_settings_reload_the_model(client: LanguageClient):
+    """Changing how the weights are held reloads the model (no restart), and completions keep coming."""
+    try:
+        for settings, expected in (
+            ({"precision": "float32", "quantization": "int8"}, "float32, int8 weights"),
+            ({"precision": "bfloat16", "quantization": "none"}, "bfloat16)"),
+        ):
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"diffill": settings})
+            )
+            for _ in range(300):
+                status = await get_status(client)
+                if status["ready"] and expected in status["model"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert status["ready"] and expected in status["model"], status
+            await first_suggestion(client)
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"diffill": {"precision": "auto", "quantization": "none"}})
+        )
+        await wait_ready(client)
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_unknown_document_gets_empty_result(client: LanguageClient):
     res = await inline(client, "file:///nowhere/never-opened.py", types.Position(0, 0))
     assert len(res.items) == 0

@@ -25,6 +25,7 @@ def test_settings_defaults_and_camel_case():
         ({"steps": True}, "steps"),
         ({"device": "tpu"}, "device"),
         ({"quantization": "int3"}, "quantization"),
+        ({"precision": "fp16"}, "precision"),
         ({"languages": ["cobol"]}, "cobol"),
         ({"enabled": "yes"}, "enabled"),
         ({"minConfidence": 1.5}, "minConfidence"),
