@@ -32,20 +32,6 @@ def unit_len(s: str, encoding: str) -> int:
     raise ValueError(f"unknown position encoding {encoding!r}")
 
 
-def prefix_for_units(s: str, units: int, encoding: str) -> int:
-    """How many code points of `s` fit in `units` units (rounded down inside a character, clamped to len(s))."""
-    if units <= 0:
-        return 0
-    if encoding == "utf-32" or s.isascii():
-        return min(units, len(s))
-    if encoding == "utf-16":
-        data = s.encode("utf-16-le", "surrogatepass")[: 2 * units]
-        return len(data.decode("utf-16-le", "ignore"))
-    if encoding == "utf-8":
-        return len(utf8(s)[:units].decode("utf-8", "ignore"))
-    raise ValueError(f"unknown position encoding {encoding!r}")
-
-
 def line_starts(text: str) -> list[int]:
     """String offsets where each LSP line begins (always at least one line)."""
     return [0] + [m.end() for m in EOL_RE.finditer(text)]

@@ -82,8 +82,13 @@ def _build(module: nn.Module, parts: dict[str, tuple[torch.Tensor, torch.Tensor]
 
 def quantization_entry(config_path: Path) -> QuantSpec | None:
     """The spec a saved quantized checkpoint declares in its config.json (None for a dense checkpoint)."""
-    raw = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    entry = raw.get(QUANT_KEY)
+    from .loader import CheckpointError
+
+    try:
+        raw = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CheckpointError(f"{config_path}: unreadable config ({exc})") from exc
+    entry = raw.get(QUANT_KEY) if isinstance(raw, dict) else None
     return QuantSpec.of(entry) if entry else None
 
 

@@ -4,12 +4,13 @@ A completion must not add tree-sitter ERROR/MISSING nodes the buffer did not alr
 block it leaves empty). Counting (rather than demanding zero) lets a line completion inside an unfinished construct through as long as it makes nothing worse.
 When the whole completion fails, shorter prefixes are tried, longest first: whole lines first (cleaner to accept),
 then token boundaries of the first line. Each try is a fresh parse of the whole edited document, so tries are
-capped.
+capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from functools import lru_cache
 
 from tree_sitter import Node
@@ -20,6 +21,7 @@ from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
 from diffill.infill.text import EOL_RE, utf8
 
 MAX_TRIES = 32
+TRY_BUDGET_S = 0.04  # for the shorter tries, after the first check
 _TOKEN_END_RE = re.compile(r"\w+|[^\w\s]")
 
 
@@ -36,7 +38,10 @@ def syntax_guard(c: Candidate) -> Candidate:
     if _acceptable(c, allowed):
         return c
     body, trail = c.split_trail()
+    deadline = time.perf_counter() + TRY_BUDGET_S
     for prefix in _prefixes(body)[:MAX_TRIES]:
+        if time.perf_counter() > deadline:
+            break
         shorter = c.with_text(prefix + trail, replace_end=c.offset)
         if _acceptable(shorter, allowed):
             return shorter

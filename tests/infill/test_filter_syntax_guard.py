@@ -58,3 +58,18 @@ def test_shortened_replacement_falls_back_to_insertion(candidate):
     out = syntax_guard(c)
     assert out.edited_text() == 'print("hi")\n'
     assert out.replace_end == out.offset
+
+
+def test_shorter_tries_stop_at_the_time_budget(candidate, monkeypatch):
+    """Each shorter try parses the whole document: past the budget the guard gives up (no suggestion) instead of
+    holding the answer back on a large file."""
+    from diffill.infill.filters import syntax_guard as guard
+
+    c = candidate("python", "def f(x):\n    <CURSOR>\n", "y = x + 1\n    z = 2\n    return (y")
+    assert guard.syntax_guard(c).text == "y = x + 1\n    z = 2"
+    tries = []
+    real = guard._acceptable
+    monkeypatch.setattr(guard, "_acceptable", lambda cand, allowed: tries.append(1) or real(cand, allowed))
+    monkeypatch.setattr(guard, "TRY_BUDGET_S", -1.0)  # already spent
+    assert guard.syntax_guard(c).text == ""
+    assert len(tries) == 1  # only the full candidate was parsed

@@ -79,3 +79,17 @@ def test_saved_int4_is_about_a_quarter_of_fp32(tmp_path):
     dense = (tmp_path / "dense" / "model.safetensors").stat().st_size
     small = (tmp_path / "q" / "model.safetensors").stat().st_size
     assert small < 0.5 * dense  # the tiny model's embeddings (kept dense) are a large share
+
+
+def test_unreadable_config_is_named(tmp_path):
+    import pytest
+
+    from diffill.model.loader import CheckpointError
+    from diffill.model.quant_io import quantization_entry
+
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json"):
+        quantization_entry(bad)
+    bad.write_text("[1, 2]")
+    assert quantization_entry(bad) is None
