@@ -2,9 +2,9 @@
 
 The case handled is a rename in progress: the user edits an identifier (a variable, a parameter) and the lines
 below still use the old name. The region from the cursor to the last line that uses the old name is put on the
-canvas with every other token pinned and the old name's slots noised (as many slots as the new name needs);
-the model fills them from the prompt, which holds the edited line. The answer is an inline completion whose
-range replaces the region (editors show it as a replacement).
+canvas with every other token kept and the old name's slots noised; the model, reading the prompt that holds
+the edited line, scores the new and the old name in each slot (engine.edit). The answer is an inline completion
+whose range replaces the region (editors show it as a replacement).
 """
 
 from __future__ import annotations
@@ -14,6 +14,25 @@ from dataclasses import dataclass
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_REGION_LINES = 20
+# Node types whose body holds its own local names (any language): a rename inside one stops at its end, so a
+# same-named local of the next function is left alone.
+FUNCTION_SCOPES = frozenset(
+    {
+        "function_definition",  # python, c, cpp, lua
+        "lambda",
+        "function_declaration",  # javascript, typescript, go, lua
+        "function_expression",
+        "arrow_function",
+        "method_definition",
+        "generator_function_declaration",
+        "method_declaration",  # go, java
+        "func_literal",
+        "function_item",  # rust
+        "closure_expression",
+        "constructor_declaration",
+        "lambda_expression",
+    }
+)
 
 
 def _word_at(text: str, pos: int) -> tuple[int, int]:
@@ -84,8 +103,19 @@ class EditRegion:
     occurrences: list[tuple[int, int]]  # spans of the old name inside text[start:end] (absolute offsets)
 
 
-def find_region(text: str, offset: int, old: str, max_lines: int = MAX_REGION_LINES) -> EditRegion | None:
-    """The text from the cursor to the end of the last line (within `max_lines`) that still uses `old`."""
+def scope_end(doc, offset: int) -> int | None:
+    """String offset where the innermost function around `offset` ends (None at top level or without a tree)."""
+    node = doc.node_at(offset)
+    while node is not None and node.type not in FUNCTION_SCOPES:
+        node = node.parent
+    return None if node is None else doc.offset_of_byte(node.end_byte)
+
+
+def find_region(
+    text: str, offset: int, old: str, max_lines: int = MAX_REGION_LINES, limit_at: int | None = None
+) -> EditRegion | None:
+    """The text from the cursor to the end of the last line (within `max_lines`, and before `limit_at`, the end
+    of the enclosing scope) that still uses `old`."""
     limit = offset
     for _ in range(max_lines):
         nl = text.find("\n", limit + 1)
@@ -93,6 +123,8 @@ def find_region(text: str, offset: int, old: str, max_lines: int = MAX_REGION_LI
             limit = len(text)
             break
         limit = nl
+    if limit_at is not None:
+        limit = min(limit, limit_at)
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
     occ = [(m.start(), m.end()) for m in pattern.finditer(text, offset, limit)]
     if not occ:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_canvas, build_prompt
 from diffill.model.prompt_cache import PromptCache
+from diffill.model.sampler import Cancelled
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import context, edits
@@ -47,6 +48,9 @@ class EngineOptions:
     line_canvas_length: int = 0  # canvas for rest-of-line spans; 0 = the same as the others
     draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
     min_confidence: float = 0.0  # cut the answer before the first token the model gave a lower probability
+    # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
+    # old one by more than this (mean log-probability per token, nats).
+    rename_prior: float = 2.0  # tuned on held-out asyncio renames (docs/benchmarks.md)
 
 
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
@@ -155,39 +159,36 @@ class CompletionEngine:
         rename: tuple[str, str],
         cancel: Callable[[], bool] | None = None,
         key: str | None = None,
-        max_canvas: int = 96,
+        max_canvas: int = 192,
     ) -> Completion | None:
-        """An inline edit that carries a rename (old -> new) into the lines below the cursor, or None."""
+        """An inline edit that carries a rename (old -> new) into the lines below the cursor, or None.
+
+        The region below the cursor goes on the canvas twice, each occurrence of the old name noised: once to
+        be filled with the new name, once with the old one. One decoder pass per candidate scores every slot, and
+        each occurrence takes the name the model believes more (denoising restricted to the two candidates: a
+        small model cannot spell a new identifier on its own, but it can tell which one the code needs)."""
         old, new = rename
         text = doc.text
-        region = edits.find_region(text, offset, old)
+        region = edits.find_region(text, offset, old, limit_at=edits.scope_end(doc, offset))
         if region is None:
             return None
-        new_ids = self.tokenizer.encode(new)
-        ids, pinned, slots = edits.canvas_layout(text, region, new_ids, self.tokenizer.encode)
-        if len(ids) + 1 > max_canvas:
+        encode = self.tokenizer.encode
+        ids_new, _, slots_new = edits.canvas_layout(text, region, encode(new), encode)
+        ids_old, _, slots_old = edits.canvas_layout(text, region, encode(old), encode)
+        if max(len(ids_new), len(ids_old)) + 1 > max_canvas:
             return None
-        pins = {i: t for i, (t, keep) in enumerate(zip(ids, pinned, strict=True)) if keep}
-        pins[len(ids)] = EOS
         prompt = self.prompt_for(text, offset, region.end)
         with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
-            out = self.model.generate(
-                prompt,
-                max_new_tokens=len(ids) + 1,
-                seed=self.options.seed,
-                steps=self.options.steps,
-                canvas_length=len(ids) + 1,
-                pinned=pins,
-                cancel=cancel,
-                cache=cache,
-                trim=False,
-            )
-        fills = [self.tokenizer.decode(out[a:b]) for a, b in slots]
-        if not all(edits.WORD.fullmatch(f) for f in fills):
+            if cancel is not None and cancel():
+                raise Cancelled()
+            seed = self.options.seed
+            score_new = self.model.slot_logprobs(prompt, ids_new + [EOS], slots_new, cache, seed)
+            score_old = self.model.slot_logprobs(prompt, ids_old + [EOS], slots_old, cache, seed)
+        prior = self.options.rename_prior
+        fills = [new if n + prior >= o else old for n, o in zip(score_new, score_old, strict=True)]
+        if new not in fills:
             return None
         replacement = edits.apply_fill(text, region, fills)
-        if replacement == text[region.start : region.end]:
-            return None
         edited = text[: region.start] + replacement + text[region.end :]
         if doc.language and count_errors(doc.language, edited) > count_errors(doc.language, text):
             return None

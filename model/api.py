@@ -176,6 +176,34 @@ class DiffusionModel:
         return self.net.decode(canvas, cache, prev)[0]
 
     @torch.inference_mode()
+    def slot_logprobs(
+        self,
+        prompt_ids,
+        canvas_ids: list[int],
+        slots: list[tuple[int, int]],
+        cache: KVCache | None = None,
+        seed: int = 0,
+    ) -> list[float]:
+        """How much the model believes each slot of a candidate canvas: the slots' tokens are noised (uniform
+        random ids, as in training) and one decoder pass scores the candidate's ids there (mean log-probability
+        per token, one value per slot). Comparing candidates this way is denoising restricted to them."""
+        device = self.net.device
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        cache = cache if cache is not None else self.net.new_cache()
+        if cache.length > prompt.shape[1]:
+            cache.truncate(prompt.shape[1])
+        if cache.length < prompt.shape[1]:
+            self.net.encode(prompt[:, cache.length :], cache)
+        clean = torch.as_tensor(canvas_ids, dtype=torch.long, device=device).reshape(1, -1)
+        noisy = clean.clone()
+        gen = torch.Generator(device=device).manual_seed(seed)
+        for a, b in slots:
+            noisy[0, a:b] = torch.randint(0, self.config.vocab_size, (b - a,), generator=gen, device=device)
+        logprobs = self.net.decode(noisy, cache)[0].log_softmax(dim=-1)
+        picked = logprobs.gather(-1, clean[0].unsqueeze(-1)).squeeze(-1)
+        return [float(picked[a:b].mean()) if b > a else 0.0 for a, b in slots]
+
+    @torch.inference_mode()
     def encode(self, prompt_ids) -> torch.Tensor:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)

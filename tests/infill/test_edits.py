@@ -71,6 +71,28 @@ def test_find_region(text, old, expected):
     assert find_region(text, cursor, "nothere") is None
 
 
+@pytest.mark.parametrize(
+    "language, text",
+    [
+        ("python", "def f():\n    total = 1\n    return count\n\n\ndef g():\n    count = 2\n    return count\n"),
+        ("javascript", "function f() {\n  let total = 1;\n  return count;\n}\nfunction g() {\n  return count;\n}\n"),
+        ("go", "package m\n\nfunc f() int {\n\ttotal := 1\n\treturn count\n}\n\nfunc g() int {\n\treturn count\n}\n"),
+    ],
+)
+def test_rename_region_stops_at_the_end_of_the_function(language, text):
+    """`count` in the next function is another variable: the region ends with the function being edited."""
+    from diffill.infill.edits import scope_end
+
+    doc = SyntaxDocument(text, language)
+    cursor = text.index("total") + 5
+    end = scope_end(doc, cursor)
+    assert end is not None and text[:end].rstrip().endswith(("count", "count;", "}"))
+    region = find_region(text, cursor, "count", limit_at=end)
+    assert len(region.occurrences) == 1 and region.occurrences[0][0] < text.index("g()")
+    assert len(find_region(text, cursor, "count").occurrences) >= 2  # without the scope: g's too
+    assert scope_end(SyntaxDocument("count = 1\nx = count\n", "python"), 3) is None  # top level
+
+
 def test_canvas_layout_pins_everything_but_the_slots():
     text = SRC.replace("count = 0", "total = 0")
     cursor = text.index("total") + 5
@@ -85,7 +107,8 @@ def test_canvas_layout_pins_everything_but_the_slots():
     assert apply_fill(text, region, ["total", "total"]) == text[region.start : region.end].replace("count", "total")
 
 
-def test_engine_edit_plumbing_with_a_model_that_fills_the_slots():
+def _engine_with_scores(prefer):
+    """An engine whose model scores slots by `prefer(candidate_name, slot_index)` (higher = more believed)."""
     from tiny import random_net, tiny_config
 
     from diffill.infill.engine import CompletionEngine
@@ -94,30 +117,67 @@ def test_engine_edit_plumbing_with_a_model_that_fills_the_slots():
     tok = CodeTokenizer.train([SRC] * 50, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
-    class PerfectModel:
-        """Answers with the pinned canvas and the new name in every open slot: tests the layout round trip."""
+    class ScoringModel:
+        def __init__(self):
+            self.net, self.config = net, net.config
 
-        def __init__(self, new_ids):
-            self.new_ids, self.net, self.config = new_ids, net, net.config
+        def slot_logprobs(self, prompt, canvas, slots, cache=None, seed=0):
+            return [prefer(tok.decode(canvas[a:b]), k) for k, (a, b) in enumerate(slots)]
 
-        def generate(self, prompt, max_new_tokens, pinned, trim=False, **kw):
-            out, i = [], 0
-            while i < max_new_tokens:
-                if i in pinned:
-                    out.append(pinned[i])
-                    i += 1
-                else:
-                    out.extend(self.new_ids)
-                    i += len(self.new_ids)
-            return out
+    return CompletionEngine(ScoringModel(), tok)
 
+
+@pytest.mark.parametrize(
+    "prefer, expected",
+    [
+        (lambda name, k: 0.0 if name == "total" else -1.0, lambda src: src.replace("count", "total")),
+        # the old name believed, but by less than the rename prior: the rename still wins
+        (lambda name, k: 0.0 if name == "count" else -1.0, lambda src: src.replace("count", "total")),
+        # the model is sure the second use keeps its name (say, another variable): only the first is renamed
+        (lambda name, k: 0.0 if (name == "total") == (k == 0) else -5.0, None),
+        (lambda name, k: 0.0 if name == "count" else -5.0, "no edit"),
+    ],
+)
+def test_engine_edit_takes_the_name_the_model_believes_in_each_slot(prefer, expected):
     text = SRC.replace("count = 0", "total = 0")
     cursor = text.index("total") + 5
-    eng = CompletionEngine(PerfectModel(tok.encode("total")), tok)
+    eng = _engine_with_scores(prefer)
     result = eng.edit(SyntaxDocument(text, "python"), cursor, ("count", "total"), key="k")
-    assert result is not None and result.kind == "edit"
-    assert result.start == cursor
-    assert text[: result.start] + result.text + text[result.end :] == SRC.replace("count", "total")
+    if expected == "no edit":
+        assert result is None
+        return
+    assert result is not None and result.kind == "edit" and result.start == cursor
+    edited = text[: result.start] + result.text + text[result.end :]
+    if expected is None:
+        region = text[cursor:]
+        first = region.index("count")
+        want = text[:cursor] + region[:first] + "total" + region[first + 5 :]
+        assert edited == want
+    else:
+        assert edited == expected(SRC)
+
+
+def test_slot_logprobs_score_candidates_with_one_pass():
+    import torch
+    from tiny import random_model, tiny_config
+
+    model = random_model(tiny_config(vocab_size=200, canvas_length=16))
+    prompt, slots = [2, 10, 11], [(1, 3), (4, 5)]
+    a = [20, 21, 22, 23, 24, 25, 1]
+    b = [20, 40, 41, 23, 24, 25, 1]  # another candidate for the first slot only
+    score_a = model.slot_logprobs(prompt, a, slots, seed=3)
+    score_b = model.slot_logprobs(prompt, b, slots, seed=3)
+    assert len(score_a) == 2 and all(v <= 0 for v in score_a)
+    assert model.slot_logprobs(prompt, a, slots, seed=3) == score_a  # seeded
+    # The slots are noised before the pass, so both candidates are read against the same distribution.
+    assert score_a[1] == pytest.approx(score_b[1]) and score_a[0] != pytest.approx(score_b[0])
+    gen = torch.Generator().manual_seed(3)
+    noisy = list(a)
+    for lo, hi in slots:
+        noisy[lo:hi] = torch.randint(0, 200, (hi - lo,), generator=gen).tolist()
+    logp = model.denoise_logits(prompt, noisy).log_softmax(-1)
+    assert score_a[0] == pytest.approx(float((logp[1, 21] + logp[2, 22]) / 2), abs=1e-5)
+    assert score_b[0] == pytest.approx(float((logp[1, 40] + logp[2, 41]) / 2), abs=1e-5)
 
 
 def test_typing_a_new_word_is_not_a_rename():
