@@ -20,6 +20,7 @@ def _bench_model(args: argparse.Namespace) -> int:
         steps=args.steps,
         reps=args.reps,
         threads=args.threads,
+        dtype=args.dtype,
     )
     return 0
 
@@ -225,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--steps", type=int, default=8, help="denoising steps for the full-canvas timing")
     bm.add_argument("--reps", type=int, default=10)
     bm.add_argument("--threads", type=int, default=None)
+    bm.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     bm.set_defaults(func=_bench_model)
     bg = bench.add_parser("gpu", help="int4 26B-A4B on one GPU (random weights): step, canvas, roofline, AR, ref")
     bg.add_argument("--out", default="bench/results/gpu.json", help="results file (JSON)")

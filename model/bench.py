@@ -86,6 +86,7 @@ def run(
     reps: int = 10,
     threads: int | None = None,
     out: Callable[[str], None] = print,
+    dtype: str = "float32",
 ) -> dict[str, float]:
     from transformers import DiffusionGemmaForBlockDiffusion
 
@@ -101,7 +102,8 @@ def run(
     hf = DiffusionGemmaForBlockDiffusion(config).eval()
     with tempfile.TemporaryDirectory() as tmp:
         hf.save_pretrained(tmp)
-        ours = DiffusionModel.from_pretrained(Path(tmp))
+        ours = DiffusionModel.from_pretrained(Path(tmp), dtype=dtype)
+    hf = hf.to(getattr(torch, dtype))
     vocab = spec["vocab_size"]
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(3, vocab, (1, prompt_len), generator=g)
@@ -137,7 +139,10 @@ def run(
             ),
             max(3, reps // 3),
         )
-    out(f"preset={preset} prompt={prompt_len} canvas={canvas} steps={steps} threads={torch.get_num_threads()}")
+    out(
+        f"preset={preset} prompt={prompt_len} canvas={canvas} steps={steps} threads={torch.get_num_threads()} "
+        f"dtype={dtype}"
+    )
     out(f"{'measure':<28}{'ours ms':>10}{'transformers ms':>18}{'speed-up':>10}")
     for what in ("step", "prefill", "canvas"):
         a, b = results[f"{what}_ms_ours"], results[f"{what}_ms_transformers"]

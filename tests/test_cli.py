@@ -3,16 +3,21 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "diffill.lsp.cli", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_bench_model_prints_both_implementations_and_ratio():
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bench_model_prints_both_implementations_and_ratio(dtype):
     res = run_cli(
-        "bench", "model", "--preset", "tiny", "--prompt", "16", "--canvas", "8", "--steps", "2", "--reps", "1"
-    )
+        "bench", "model", "--preset", "tiny", "--prompt", "16", "--canvas", "8", "--steps", "2", "--reps", "1",
+        "--dtype", dtype,
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr
+    assert f"dtype={dtype}" in res.stdout
     rows = {line.split()[0]: line.split() for line in res.stdout.splitlines() if line.split()}
     for what in ("step", "prefill", "canvas"):
         ours, theirs, ratio = rows[what][1:4]
