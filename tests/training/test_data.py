@@ -155,3 +155,23 @@ def test_batches_mix_the_short_line_canvas_with_the_full_one(tmp_path):
     cfg.short_canvas = 0
     data = batches(Corpus(tmp_path / "train.jsonl"), tok, cfg, random.Random(0))
     assert all(isinstance(b[1], torch.Tensor) and b[1].shape == (2, 32) for b in (next(data) for _ in range(5)))
+
+
+def test_packages_are_drawn_by_the_square_root_of_their_size(tmp_path):
+    import collections
+    import json
+
+    from diffill.model.train import Corpus, package_of
+
+    assert package_of("/x/lib/python3.11/site-packages/sympy/core/add.py") == "sympy"
+    assert package_of("/root/.pyenv/versions/3.11.7/lib/python3.11/json/decoder.py") == "stdlib"
+    assert package_of("data/raw/golang-1.19-src/usr/share/go-1.19/src/fmt/print.go") == "golang-1.19-src"
+    with open(tmp_path / "train.jsonl", "w") as fh:
+        for pkg, n in (("big", 100), ("small", 4)):
+            for i in range(n):
+                fh.write(json.dumps({"path": f"/v/site-packages/{pkg}/m{i}.py", "text": "x = 1\n"}) + "\n")
+    corpus = Corpus(tmp_path / "train.jsonl")
+    rng = random.Random(0)
+    counts = collections.Counter(package_of(corpus.paths[corpus.draw(rng)]) for _ in range(4000))
+    share = counts["small"] / 4000  # sqrt weights: 2 / (10 + 2); drawn file by file it would be 4 / 104
+    assert 0.13 < share < 0.21
