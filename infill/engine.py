@@ -15,7 +15,7 @@ from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_canvas, build_prompt
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.sampler import Cancelled
-from diffill.model.tokenizer import EOS, CodeTokenizer
+from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits
 from .context import RecentEdits
@@ -48,6 +48,7 @@ class EngineOptions:
     line_canvas_length: int = 0  # canvas for rest-of-line spans; 0 = the same as the others
     draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
     min_confidence: float = 0.0  # cut the answer before the first token the model gave a lower probability
+    token_healing: bool = True  # mid-line, take the partial last token back and make the answer start with it
     # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
     # old one by more than this (mean log-probability per token, nats).
     rename_prior: float = 2.0  # tuned on held-out asyncio renames (docs/benchmarks.md)
@@ -82,19 +83,38 @@ class CompletionEngine:
         self._context: list[str] = []
         self._context_stamp: tuple | None = None
         self._newline_ids: set[int] | None = None
+        self._vocab_text: list[str] | None = None
+        self._first_ids: dict[str, list[int]] = {}
 
-    def prompt_for(self, text: str, offset: int, suffix_start: int, context: list[str] | None = None) -> list[int]:
+    def prompt_for(
+        self, text: str, offset: int, suffix_start: int, context: list[str] | None = None, heal: bool = False
+    ) -> tuple[list[int], str]:
+        """(FIM prompt ids, healed text). With `heal`, the prefix's last token is taken back when it is a piece
+        of the current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle): the answer
+        must then start with that text (see `first_token_ids`), so the model writes the whole natural token."""
         o = self.options
         prefix = _prefix_window(text, offset, o.max_prompt_tokens * CHARS_PER_TOKEN)
         suffix_ids = self._suffix_ids(text[suffix_start : suffix_start + o.max_suffix_tokens * CHARS_PER_TOKEN])
         blocks = [self.tokenizer.encode(b) for b in context or []]
-        return build_prompt(
-            self.tokenizer.encode(prefix),
-            suffix_ids,
-            o.max_prompt_tokens,
-            o.max_suffix_tokens,
-            context=blocks,
-        )
+        prefix_ids = self.tokenizer.encode(prefix)
+        healed = ""
+        if heal and len(prefix_ids) > 1:
+            last = self.tokenizer.decode(prefix_ids[-1:])
+            if last.strip() and "\n" not in last and prefix.endswith(last) and self.first_token_ids(last):
+                prefix_ids, healed = prefix_ids[:-1], last
+        prompt = build_prompt(prefix_ids, suffix_ids, o.max_prompt_tokens, o.max_suffix_tokens, context=blocks)
+        return prompt, healed
+
+    def first_token_ids(self, healed: str) -> list[int]:
+        """Vocabulary ids whose text starts with `healed` (cached per text)."""
+        if healed not in self._first_ids:
+            if self._vocab_text is None:
+                n = self.tokenizer.vocab_size
+                self._vocab_text = [self.tokenizer.decode([i]) if i >= len(SPECIAL_TOKENS) else "" for i in range(n)]
+            if len(self._first_ids) > 4096:
+                self._first_ids.clear()
+            self._first_ids[healed] = [i for i, t in enumerate(self._vocab_text) if t.startswith(healed)]
+        return self._first_ids[healed]
 
     def _suffix_ids(self, suffix: str) -> list[int]:
         """The suffix's head in whole lines (a syntax boundary, not a token count, ends it) within the budget."""
@@ -119,19 +139,19 @@ class CompletionEngine:
             self._context_stamp = stamp
         return self._context
 
-    def _draft(self, prompt: list[int], canvas: int, kind: str, cache) -> list[int]:
+    def _draft(self, prompt: list[int], canvas: int, kind: str, cache, first: list[int] | None) -> list[int]:
         """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
         the denoiser then refines it instead of starting from noise."""
         if self._newline_ids is None:
             vocab = self.tokenizer.tok.get_vocab()
             self._newline_ids = {i for i in vocab.values() if "\n" in self.tokenizer.decode([i])}
         stop = {EOS} | (self._newline_ids if kind == "line" else set())
-        draft = self.model.ar_draft(prompt, canvas - 1, stop, cache)
+        draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
         while draft and draft[-1] in stop:
             draft.pop()
         return build_canvas(draft, canvas)
 
-    def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel) -> list[int]:
+    def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel, first: list[int] | None) -> list[int]:
         """Denoise again with the text after the cursor pinned where the model ended its line, then EOS: the
         known closing brackets are held fixed on the canvas and the model fills what comes before them."""
         tail_ids = self.tokenizer.encode(tail)
@@ -150,6 +170,7 @@ class CompletionEngine:
             cancel=cancel,
             cache=cache,
             min_confidence=self.options.min_confidence,
+            first_allowed=first,
         )
 
     def edit(
@@ -177,7 +198,7 @@ class CompletionEngine:
         ids_old, _, slots_old = edits.canvas_layout(text, region, encode(old), encode)
         if max(len(ids_new), len(ids_old)) + 1 > max_canvas:
             return None
-        prompt = self.prompt_for(text, offset, region.end)
+        prompt, _ = self.prompt_for(text, offset, region.end)
         with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
             if cancel is not None and cancel():
                 raise Cancelled()
@@ -210,7 +231,10 @@ class CompletionEngine:
         span = select_span(doc, offset)
         # Mid-line, the model regenerates the whole rest of the line: its suffix starts at the line end.
         suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
-        prompt = self.prompt_for(text, offset, suffix_start, self.context_for(doc, offset, key, path))
+        context_blocks = self.context_for(doc, offset, key, path)
+        heal = self.options.token_healing and span.kind == "line"
+        prompt, healed = self.prompt_for(text, offset, suffix_start, context_blocks, heal=heal)
+        first = self.first_token_ids(healed) if healed else None
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length
         if span.kind == "line" and self.options.line_canvas_length:
@@ -218,7 +242,7 @@ class CompletionEngine:
             canvas = min(canvas, self.options.line_canvas_length)
         canvases = 1 if span.kind == "line" else 2
         with self.prompt_cache.use(key or "", prompt) as cache:
-            init = self._draft(prompt, canvas, span.kind, cache) if self.options.draft == "ar" else None
+            init = self._draft(prompt, canvas, span.kind, cache, first) if self.options.draft == "ar" else None
             ids = self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,
@@ -229,12 +253,15 @@ class CompletionEngine:
                 cache=cache,
                 init=init,
                 min_confidence=self.options.min_confidence,
+                first_allowed=first,
             )
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
-                ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel)
+                ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first)
         t2 = time.perf_counter()
         raw = self.tokenizer.decode(ids)
+        if healed:  # the answer starts with the text taken back from the prompt: it is already in the buffer
+            raw = raw[len(healed) :] if raw.startswith(healed) else ""
         # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line
         # when the model rewrote that rest (as it was trained to), so closing brackets are never doubled.
         out = postprocess(Candidate.at(text, offset, span, doc.language, raw))

@@ -21,6 +21,7 @@ def _bench_model(args: argparse.Namespace) -> int:
         reps=args.reps,
         threads=args.threads,
         dtype=args.dtype,
+        token_healing=not args.no_healing,
     )
     return 0
 
@@ -137,6 +138,7 @@ def _eval(args: argparse.Namespace) -> int:
         draft=args.draft,
         min_confidence=args.min_confidence,
         dtype=args.dtype,
+        token_healing=not args.no_healing,
     )
     return 0
 
@@ -216,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="cut answers at the first doubtful token (-1 = the model's card)",
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)

@@ -81,6 +81,7 @@ class DiffusionModel:
         cache: KVCache | None = None,
         init: list[int] | None = None,
         min_confidence: float = 0.0,
+        first_allowed: list[int] | None = None,
         **sampler_overrides,
     ) -> list[int]:
         """New token ids for `prompt_ids`. With `trim` (default) the first EOS and what follows are dropped;
@@ -97,6 +98,7 @@ class DiffusionModel:
             on_draft,
             cache,
             init,
+            first_allowed,
             **sampler_overrides,
         )
         tokens = cut_at_doubt(out.tokens, out.confidence, min_confidence)
@@ -117,6 +119,7 @@ class DiffusionModel:
         on_draft: Callable[[torch.Tensor, int], None] | None = None,
         cache: KVCache | None = None,
         init: list[int] | None = None,
+        first_allowed: list[int] | None = None,
         **sampler_overrides,
     ) -> GenerationOutput:
         """`cache` may hold the keys/values of a prefix of `prompt_ids` (see PromptCache): only the rest is
@@ -137,10 +140,18 @@ class DiffusionModel:
             on_draft=on_draft,
             cache=cache,
             init=init,
+            first_allowed=first_allowed,
         )
 
     @torch.inference_mode()
-    def ar_draft(self, prompt_ids, max_tokens: int, stop_ids: set[int], cache: KVCache | None = None) -> list[int]:
+    def ar_draft(
+        self,
+        prompt_ids,
+        max_tokens: int,
+        stop_ids: set[int],
+        cache: KVCache | None = None,
+        first_allowed: list[int] | None = None,
+    ) -> list[int]:
         """Greedy next-token draft from the causal encoder's head (models trained with an encoder LM loss, as
         the embedded one is): each token is one cached encoder step. The cache is cut back to the prompt after,
         so the draft only seeds a canvas and leaves no trace."""
@@ -156,7 +167,12 @@ class DiffusionModel:
             hidden = self.net.encode(prompt[:, -1:], cache)
         out: list[int] = []
         for _ in range(max_tokens):
-            token = int(self.net.head(hidden[:, -1]).argmax(-1))
+            logits = self.net.head(hidden[:, -1])
+            if not out and first_allowed is not None:
+                logits = logits[:, first_allowed]
+                token = first_allowed[int(logits.argmax(-1))]
+            else:
+                token = int(logits.argmax(-1))
             out.append(token)
             if token in stop_ids:
                 break

@@ -104,6 +104,7 @@ def run(
     draft: str = "model",
     min_confidence: float = -1.0,
     dtype: str = "auto",
+    token_healing: bool = True,
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -123,6 +124,7 @@ def run(
             max_prompt_tokens=prompt_tokens,
             draft=loaded.draft if draft == "model" else draft,
             min_confidence=loaded.min_confidence if min_confidence < 0 else min_confidence,
+            token_healing=token_healing,
         ),
     )
     cases: list[Case] = []

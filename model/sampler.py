@@ -108,6 +108,12 @@ def _fused_stats(z: torch.Tensor, generator: torch.Generator) -> tuple[torch.Ten
     return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape)
 
 
+def restrict_first(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Logits [B, C, V] with the first position's disallowed ids at the dtype's minimum."""
+    first = logits[:, :1].masked_fill(~allowed, torch.finfo(logits.dtype).min)
+    return torch.cat([first, logits[:, 1:]], dim=1)
+
+
 def denoise_canvas(
     model: DiffusionGemma,
     cache: KVCache,
@@ -120,8 +126,10 @@ def denoise_canvas(
     pin_ids: torch.Tensor | None = None,
     cancel: Callable[[], bool] | None = None,
     on_draft: Callable[[torch.Tensor, int], None] | None = None,
+    first_allowed: torch.Tensor | None = None,
 ) -> CanvasResult:
-    """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`."""
+    """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`.
+    `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`)."""
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
@@ -145,6 +153,8 @@ def denoise_canvas(
         steps += 1
         if pin_mask is not None:
             logits = pin_logits(logits, pin_mask, pin_ids)
+        if first_allowed is not None:
+            logits = restrict_first(logits, first_allowed)
         last_logits = logits
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
@@ -203,10 +213,13 @@ def generate(
     cancel: Callable[[], bool] | None = None,
     on_draft: Callable[[torch.Tensor, int], None] | None = None,
     init: list[int] | None = None,
+    first_allowed: list[int] | None = None,
 ) -> GenerationOutput:
     """Prompt prefill, then ceil(max_new_tokens / C) canvases, each denoised then committed through the encoder.
 
     `init` seeds the first canvas (a draft to refine) instead of uniform noise.
+    `first_allowed` lists the only ids the first new token may take (token healing: the prompt's last, partial
+    token was taken back, and the answer must start with its text).
     `pinned` maps canvas offsets of the first canvas to token ids held fixed. After a canvas that contains an
     EOS id, tokens after the first EOS become pad and generation stops (the reference's EOS-then-pad rule).
     """
@@ -226,6 +239,10 @@ def generate(
         pin_ids = torch.zeros(1, c, dtype=torch.long, device=device)
         for off, tok in pinned.items():
             pin_mask[0, off], pin_ids[0, off] = True, tok
+    allowed = None
+    if first_allowed is not None:
+        allowed = torch.zeros(model.config.vocab_size, dtype=torch.bool, device=device)
+        allowed[torch.as_tensor(first_allowed, dtype=torch.long, device=device)] = True
     if cancel is not None and cancel():  # stale before it started: skip even the prefill
         raise Cancelled()
     new: list[int] = []
@@ -250,6 +267,7 @@ def generate(
             cancel=cancel,
             on_draft=on_draft,
             init_canvas=torch.tensor([init[:c]], device=device) if init is not None and b == 0 else None,
+            first_allowed=allowed if b == 0 else None,
         )
         steps += result.steps
         block = result.tokens

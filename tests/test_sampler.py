@@ -138,3 +138,13 @@ def test_cut_at_doubt():
     assert cut_at_doubt([5, 6, 7], [0.9, 0.2, 0.9], 0.5) == [5]
     assert cut_at_doubt([5, 6, 7], [0.9, 0.6, 0.9], 0.5) == [5, 6, 7]
     assert cut_at_doubt([5, 6, 7], [0.1, 0.9, 0.9], 0.0) == [5, 6, 7]  # 0 = off
+
+
+def test_first_allowed_restricts_the_first_token_only(model):
+    for seed in range(4):
+        out = model.generate([2, 10, 11], max_new_tokens=8, seed=seed, canvas_length=8, trim=False,
+                             eos_token_ids=[], first_allowed=[50, 51])  # fmt: skip
+        assert out[0] in (50, 51)
+    assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[77])[0] == 77
+    free = model.ar_draft([2, 10, 11], 3, stop_ids=set())
+    assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[free[0]]) == free

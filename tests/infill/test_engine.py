@@ -102,3 +102,45 @@ def test_min_confidence_drops_answers_the_model_doubts(engine):
         assert all(engine.complete(d, len(d.text)) is None for d in docs)
     finally:
         engine.options.min_confidence = 0.0
+
+
+def test_token_healing_takes_back_the_partial_token(engine):
+    text = "def f(x):\n    return g(x)\n\nname = call(arg"
+    healed_prompt, healed = engine.prompt_for(text, len(text), len(text), heal=True)
+    plain, none = engine.prompt_for(text, len(text), len(text))
+    assert none == "" and healed and text.endswith(healed) and "\n" not in healed
+    assert healed_prompt == plain[:-1]  # the prompt ends one token earlier
+    first = engine.first_token_ids(healed)
+    assert first and all(engine.tokenizer.decode([i]).startswith(healed) for i in first)
+
+
+def test_healed_answer_does_not_repeat_the_typed_text():
+    """A model that writes a whole natural token (say ` argument`) after the healed prompt, then `)`: the
+    completion inserts only what follows the typed ` arg`."""
+    from tiny import random_net, tiny_config
+
+    tok = CodeTokenizer.train(CODE + ["value = call(argument)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=12))
+    seen = {}
+
+    class Writer:
+        def __init__(self):
+            self.net, self.config = net, net.config
+
+        def generate(self, prompt, first_allowed=None, **kw):
+            seen["first_allowed"] = first_allowed
+            first = max(first_allowed or [tok.encode(" arg")[-1]], key=lambda i: len(tok.decode([i])))
+            return [first, *tok.encode(")")]
+
+    eng = CompletionEngine(Writer(), tok, EngineOptions(steps=2))
+    text = "value = call( arg\n"
+    doc = SyntaxDocument(text, "python")
+    out = eng.complete(doc, text.index("\n"))
+    healed = eng.prompt_for(text, text.index("\n"), text.index("\n"), heal=True)[1]
+    assert healed and " arg".endswith(healed)
+    longest = max(seen["first_allowed"], key=lambda i: len(tok.decode([i])))
+    assert all(tok.decode([i]).startswith(healed) for i in seen["first_allowed"])
+    assert out is not None and out.text == tok.decode([longest])[len(healed) :] + ")"
+    eng.options.token_healing = False
+    out = eng.complete(doc, text.index("\n"))
+    assert seen["first_allowed"] is None
