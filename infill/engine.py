@@ -264,7 +264,7 @@ class CompletionEngine:
             raw = raw[len(healed) :] if raw.startswith(healed) else ""
         # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line
         # when the model rewrote that rest (as it was trained to), so closing brackets are never doubled.
-        out = postprocess(Candidate.at(text, offset, span, doc.language, raw))
+        out = postprocess(Candidate.at(text, offset, span, doc.language, raw, doc.tree))
         t3 = time.perf_counter()
         timings = {"prompt_ms": (t1 - t0) * 1e3, "model_ms": (t2 - t1) * 1e3, "post_ms": (t3 - t2) * 1e3}
         if not out.text and out.replace_end == offset:

@@ -41,7 +41,7 @@ def postprocess(candidate: Candidate, filters: tuple[Filter, ...] = FILTERS) -> 
 def complete(doc: SyntaxDocument, offset: int, raw: str, span: Span | None = None) -> Candidate:
     """Post-process raw model output for a completion at string offset `offset` of `doc`."""
     span = span if span is not None else select_span(doc, offset)
-    return postprocess(Candidate.at(doc.text, offset, span, doc.language, raw))
+    return postprocess(Candidate.at(doc.text, offset, span, doc.language, raw, doc.tree))
 
 
 def to_edit(candidate: Candidate) -> tuple[int, int, str] | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 EOL_RE = re.compile(r"\r\n|\r|\n")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -62,9 +63,12 @@ def split_lines_keepends(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
+STYLE_SAMPLE_CHARS = 32_000  # style (indent unit, line ends) is read from the file's head: ~1,000 lines is plenty
+
+
 def dominant_eol(text: str) -> str:
-    """The line terminator the document mostly uses ("\\n" when it has none)."""
-    counts = Counter(m.group() for m in EOL_RE.finditer(text))
+    """The line terminator the document mostly uses ("\\n" when it has none), judged on its head."""
+    counts = Counter(m.group() for m in EOL_RE.finditer(text, 0, STYLE_SAMPLE_CHARS))
     return counts.most_common(1)[0][0] if counts else "\n"
 
 
@@ -83,8 +87,14 @@ def detect_indent_unit(text: str, default: str = "    ") -> str:
     """The file's indentation step: a tab, or the most common positive change in leading spaces (2, 4, ...).
 
     Looking at changes between consecutive indented lines rather than absolute widths makes a file whose every line
-    sits at 8 spaces still read as 4-space indented when its steps are 4.
+    sits at 8 spaces still read as 4-space indented when its steps are 4. Read from the file's head (and cached):
+    scanning a 700 KB file on every keystroke cost 30 ms.
     """
+    return _indent_unit(text[:STYLE_SAMPLE_CHARS], default)
+
+
+@lru_cache(maxsize=16)
+def _indent_unit(text: str, default: str) -> str:
     tabs = spaces = 0
     steps: Counter[int] = Counter()
     prev = 0

@@ -148,3 +148,24 @@ def test_first_allowed_restricts_the_first_token_only(model):
     assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[77])[0] == 77
     free = model.ar_draft([2, 10, 11], 3, stop_ids=set())
     assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[free[0]]) == free
+
+
+def test_inverse_cdf_draws_follow_the_distribution():
+    from diffill.model.sampler import inverse_cdf_sample
+
+    probs = torch.tensor([0.0, 0.1, 0.0, 0.6, 0.3]).repeat(4000, 1)
+    draws = inverse_cdf_sample(probs, torch.Generator().manual_seed(0))
+    freq = torch.bincount(draws, minlength=5).float() / 4000
+    assert freq[0] == 0 and freq[2] == 0  # zero-probability ids are never drawn
+    assert torch.allclose(freq, probs[0], atol=0.03)
+    one_hot = torch.zeros(3, 7)
+    one_hot[torch.arange(3), torch.tensor([6, 0, 3])] = 1.0
+    assert inverse_cdf_sample(one_hot, torch.Generator().manual_seed(1)).tolist() == [6, 0, 3]
+
+
+def test_fast_sampling_keeps_pins_and_the_seed(model):
+    pins = {0: 50, 3: 51}
+    kw = dict(max_new_tokens=8, seed=3, canvas_length=8, trim=False, eos_token_ids=[], fast=True)
+    a = model.generate([2, 10, 11], pinned=pins, **kw)
+    assert a == model.generate([2, 10, 11], pinned=pins, **kw)
+    assert a[0] == 50 and a[3] == 51

@@ -7,8 +7,9 @@ without hidden state; an empty `text` means "no suggestion".
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from diffill.infill.languages import default_indent
 from diffill.infill.spans import Span
@@ -25,11 +26,14 @@ class Candidate:
     span: Span
     language: str | None
     replace_end: int
+    # The document's current tree-sitter tree (doc_text parsed), when known: filters then re-parse edits
+    # incrementally instead of parsing the whole file again.
+    tree: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def at(cls, doc_text: str, offset: int, span: Span, language: str | None, text: str) -> Candidate:
+    def at(cls, doc_text: str, offset: int, span: Span, language: str | None, text: str, tree: Any = None) -> Candidate:
         """A raw model output inserted at the cursor, replacing nothing yet."""
-        return cls(text, doc_text, offset, span, language, offset)
+        return cls(text, doc_text, offset, span, language, offset, tree)
 
     def with_text(self, text: str, replace_end: int | None = None) -> Candidate:
         """Same context, new text; replace_end defaults to the current one (an empty text replaces nothing)."""

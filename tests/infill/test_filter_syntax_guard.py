@@ -73,3 +73,36 @@ def test_shorter_tries_stop_at_the_time_budget(candidate, monkeypatch):
     monkeypatch.setattr(guard, "TRY_BUDGET_S", -1.0)  # already spent
     assert guard.syntax_guard(c).text == ""
     assert len(tries) == 1  # only the full candidate was parsed
+
+
+@pytest.mark.parametrize(("language", "src", "raw", "expected", "expected_replaced"), CASES)
+def test_incremental_reparse_agrees_with_a_fresh_parse(language, src, raw, expected, expected_replaced):
+    """With the document's tree the guard re-parses incrementally: same answers as the fresh parses."""
+    from conftest import split_cursor
+
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.filters.base import Candidate
+    from diffill.infill.spans import select_span
+
+    text, offset = split_cursor(src)
+    doc = SyntaxDocument(text, language)
+    c = Candidate.at(text, offset, select_span(doc, offset), language, raw, doc.tree)
+    out = syntax_guard(c)
+    assert out.text == expected
+    assert out.doc_text[out.offset : out.replace_end] == expected_replaced
+
+
+def test_incremental_reparse_of_a_replacement_in_a_large_file():
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.filters.base import Candidate
+    from diffill.infill.spans import select_span
+
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(3000))
+    text = body + "print(é, (1, 2))\n" + body
+    offset = text.index("(1, 2)")
+    doc = SyntaxDocument(text, "python")
+    span = select_span(doc, offset)
+    good = Candidate.at(text, offset, span, "python", "[3, 4])", doc.tree).with_text("[3, 4])", offset + 7)
+    assert syntax_guard(good).text == "[3, 4])"  # replaces "(1, 2))" with no new error
+    bad = Candidate.at(text, offset, span, "python", "[3, 4", doc.tree).with_text("[3, 4", offset + 7)
+    assert syntax_guard(bad).text != "[3, 4"

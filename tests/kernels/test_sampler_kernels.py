@@ -75,7 +75,7 @@ def test_soft_embedding_matches_reference():
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 def test_fused_sampler_path_in_the_denoiser(monkeypatch):
-    """model/sampler.py with `fused` takes the kernel (counted) and, when every draw is kept (no entropy bound)
+    """model/sampler.py with `fast` takes the kernel (counted) and, when every draw is kept (no entropy bound)
     at a tiny temperature (draw = argmax), commits the same tokens as the reference path at every step."""
     import sys
     from pathlib import Path
@@ -92,10 +92,10 @@ def test_fused_sampler_path_in_the_denoiser(monkeypatch):
     kw = dict(max_new_tokens=8, seed=1, canvas_length=8, steps=3, t_min=1e-4, t_max=1e-4, trim=False, entropy_bound=1e9)
     ref = model.generate([2, 10, 11], **kw)
     assert not calls
-    fused = model.generate([2, 10, 11], fused=True, **kw)
+    fused = model.generate([2, 10, 11], fast=True, **kw)
     assert calls and fused == ref
     pins = {1: 42, 4: 43}
     held = model.generate(
-        [2, 10, 11], fused=True, pinned=pins, **{**kw, "t_min": 0.4, "t_max": 0.8, "entropy_bound": 0.1}
+        [2, 10, 11], fast=True, pinned=pins, **{**kw, "t_min": 0.4, "t_max": 0.8, "entropy_bound": 0.1}
     )
     assert held[1] == 42 and held[4] == 43 and all(0 <= t < 200 for t in held)
