@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -364,8 +366,12 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     last_save = time.time()
     ar_sum = diff_sum = 0.0
     n_sum = 0
+    stop = _StopOnSignal()
     while state["step"] < cfg.total_steps:
         if cfg.max_minutes and time.time() - run_start > cfg.max_minutes * 60:
+            break
+        if stop.requested:
+            log(f"stop requested (signal {stop.requested}): saving a checkpoint at step {state['step']}")
             break
         prompt, canvas = next(data)
         prompt, canvas = prompt.to(cfg.device), canvas.to(cfg.device)
@@ -403,11 +409,35 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
             log(json.dumps({"heldout": state["history"][-1]}))
             save_checkpoint(ckpt, net, opt, state)
             last_save = time.time()
+    stop.restore()
     state["seconds"] += time.time() - t_start
     state["history"].append({"step": state["step"], **evaluate_loss(net, eval_batches, cfg)})
     save_checkpoint(ckpt, net, opt, state)
     log(json.dumps({"final": state["history"][-1], "step": state["step"]}))
     return state
+
+
+class _StopOnSignal:
+    """SIGINT / SIGTERM end training after the current step, with a checkpoint (a second signal kills)."""
+
+    def __init__(self) -> None:
+        self.requested = 0
+        self._previous: dict[int, object] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            self.restore()
+            raise KeyboardInterrupt
+        self.requested = signum
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
 
 
 @torch.no_grad()

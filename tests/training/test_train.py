@@ -1,6 +1,7 @@
 """The trainer learns (losses fall on a small corpus), checkpoints are safetensors and resume, export loads."""
 
 import json
+from pathlib import Path
 
 import torch
 from tiny import TINY
@@ -111,3 +112,30 @@ def test_training_can_start_from_exported_weights(tmp_path):
     init_weights(fresh, 123)
     assert (fresh.embed_tokens.weight - start).abs().max() > 0.05
     assert (tmp_path / "b" / "tokenizer.json").read_bytes() == (tmp_path / "w" / "tokenizer.json").read_bytes()
+
+
+def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
+    """SIGTERM (or Ctrl-C) during `diffill train run`: the current step ends, a checkpoint is written, and the next
+    run resumes from it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    make_corpus(tmp_path / "corpus")
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from test_train import SMALL, small_run\n"
+        "from diffill.model.train import train\n"
+        "from pathlib import Path\n"
+        "train(small_run(Path(%r), 'run', total_steps=1_000_000), SMALL, log=lambda l: print(l, flush=True))\n"
+    ) % (str(Path(__file__).parent), str(tmp_path))
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    time.sleep(8)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "stop requested" in out
+    state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
+    assert 0 < state["step"] < 1_000_000
