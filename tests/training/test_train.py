@@ -123,13 +123,14 @@ def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
     import time
 
     make_corpus(tmp_path / "corpus")
+    here, tmp = str(Path(__file__).parent), str(tmp_path)
     script = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {here!r})\n"
         "from test_train import SMALL, small_run\n"
         "from diffill.model.train import train\n"
         "from pathlib import Path\n"
-        "train(small_run(Path(%r), 'run', total_steps=1_000_000), SMALL, log=lambda l: print(l, flush=True))\n"
-    ) % (str(Path(__file__).parent), str(tmp_path))
+        f"train(small_run(Path({tmp!r}), 'run', total_steps=1_000_000), SMALL, log=lambda l: print(l, flush=True))\n"
+    )
     env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     time.sleep(8)
