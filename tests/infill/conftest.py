@@ -31,9 +31,9 @@ def cursor_doc() -> Callable[[str | None, str], tuple[SyntaxDocument, int]]:
 def candidate() -> Callable[[str | None, str, str], Candidate]:
     """Build the raw candidate a filter sees: model output at the cursor, span chosen by `select_span`."""
 
-    def make(language: str | None, src: str, raw: str) -> Candidate:
+    def make(language: str | None, src: str, raw: str, with_tree: bool = False) -> Candidate:
         text, offset = split_cursor(src)
         doc = SyntaxDocument(text, language)
-        return Candidate.at(text, offset, select_span(doc, offset), language, raw)
+        return Candidate.at(text, offset, select_span(doc, offset), language, raw, doc.tree if with_tree else None)
 
     return make

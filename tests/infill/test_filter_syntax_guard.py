@@ -76,17 +76,10 @@ def test_shorter_tries_stop_at_the_time_budget(candidate, monkeypatch):
 
 
 @pytest.mark.parametrize(("language", "src", "raw", "expected", "expected_replaced"), CASES)
-def test_incremental_reparse_agrees_with_a_fresh_parse(language, src, raw, expected, expected_replaced):
+def test_incremental_reparse_agrees_with_a_fresh_parse(candidate, language, src, raw, expected, expected_replaced):
     """With the document's tree the guard re-parses incrementally: same answers as the fresh parses."""
-    from conftest import split_cursor
-
-    from diffill.infill.document import SyntaxDocument
-    from diffill.infill.filters.base import Candidate
-    from diffill.infill.spans import select_span
-
-    text, offset = split_cursor(src)
-    doc = SyntaxDocument(text, language)
-    c = Candidate.at(text, offset, select_span(doc, offset), language, raw, doc.tree)
+    c = candidate(language, src, raw, with_tree=True)
+    assert c.tree is not None or language is None
     out = syntax_guard(c)
     assert out.text == expected
     assert out.doc_text[out.offset : out.replace_end] == expected_replaced
