@@ -21,7 +21,6 @@ def _bench_model(args: argparse.Namespace) -> int:
         reps=args.reps,
         threads=args.threads,
         dtype=args.dtype,
-        token_healing=not args.no_healing,
     )
     return 0
 

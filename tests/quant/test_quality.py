@@ -68,13 +68,13 @@ EMBEDDED_TOL = {"int8": (0.1, 0.012, 1.0), "int4": (1.5, 0.2, 0.95), "fp8": (0.3
 def embedded_ref():
     if not runtime.embedded_available():
         pytest.skip("the embedded model is not installed")
-    loaded = runtime.load("", "cpu")
+    loaded = runtime.load("", "cpu", dtype="float32")
     return canvas_logits(loaded.model.net, prompt_len=200)
 
 
 @pytest.mark.parametrize("scheme", schemes())
 def test_embedded_model(embedded_ref, scheme):
-    loaded = runtime.load("", "cpu", quantization=scheme)
+    loaded = runtime.load("", "cpu", quantization=scheme, dtype="float32")
     got = canvas_logits(loaded.model.net, prompt_len=200)
     max_err, rel, top1 = errors(got, embedded_ref)
     print(f"embedded {scheme}: max abs {max_err:.4f} rel {rel:.4f} top1 {top1:.3f}")

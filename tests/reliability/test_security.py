@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import pickle
 import re
 import socket
@@ -211,7 +212,7 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12,
 )
-keys = st.sampled_from(["model", "device", "steps", "canvasLength", "languages", "enabled", "threads", "quantization", "maxPromptTokens", "latencyBudgetMs", "__class__", "__init__", "diffill"])  # fmt: skip
+keys = st.sampled_from(["model", "device", "steps", "canvasLength", "languages", "enabled", "threads", "quantization", "maxPromptTokens", "latencyBudgetMs", "minConfidence", "precision", "__class__", "__init__", "diffill"])  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
@@ -223,7 +224,9 @@ def test_settings_are_validated_data(raw):
         return
     assert isinstance(s, Settings)
     for name, value in s.as_dict().items():
-        assert isinstance(value, (str, int, bool, list)), (name, value)
+        assert isinstance(value, (str, int, float, bool, list)), (name, value)
+        if isinstance(value, float):
+            assert math.isfinite(value), (name, value)
         if isinstance(value, list):
             assert all(isinstance(v, str) for v in value)
 
