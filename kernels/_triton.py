@@ -26,4 +26,4 @@ def interpreting() -> bool:
 
 def use_triton(*tensors: torch.Tensor) -> bool:
     """Kernels run on CUDA tensors when triton is there; everything else takes the torch reference path."""
-    return triton_available() and all(t.is_cuda for t in tensors)
+    return all(t.is_cuda for t in tensors) and triton_available()  # CPU tensors never import triton

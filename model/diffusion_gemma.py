@@ -11,6 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from diffill.kernels import _triton
+from diffill.kernels import sampler as kernel_sampler
+
 from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .modules import Layer, RMSNorm, SelfConditioning, rope_cos_sin, rope_inv_freq
@@ -83,6 +86,9 @@ class DiffusionGemma(nn.Module):
     def self_conditioning_input(self, prev_logits: torch.Tensor) -> torch.Tensor:
         """Soft embeddings of the previous step's (tempered) logits: softmax(logits) @ E * sqrt(H)."""
         w = self.embed_tokens.weight
+        if _triton.use_triton(prev_logits, w):  # CUDA: one Triton pass writes the probabilities in w's dtype
+            soft = kernel_sampler.soft_embedding(prev_logits, 1.0, w, self.config.hidden_size**0.5)
+            return soft.view(*prev_logits.shape[:-1], -1)
         probs = prev_logits.softmax(dim=-1, dtype=torch.float32).to(w.dtype)
         return (probs @ w) * torch.tensor(self.config.hidden_size**0.5).to(w.dtype)
 

@@ -99,3 +99,29 @@ def test_fused_sampler_path_in_the_denoiser(monkeypatch):
         [2, 10, 11], fast=True, pinned=pins, **{**kw, "t_min": 0.4, "t_max": 0.8, "entropy_bound": 0.1}
     )
     assert held[1] == 42 and held[4] == 43 and all(0 <= t < 200 for t in held)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_decoder_self_conditioning_takes_the_kernel_where_triton_runs(monkeypatch):
+    """DiffusionGemma.self_conditioning_input calls the Triton soft embedding when the kernels run (CUDA; here
+    forced onto the interpreter) and gives the reference's result."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from tiny import random_model, tiny_config
+
+    from diffill.kernels import _triton
+    from diffill.kernels import sampler as ksampler
+
+    net = random_model(tiny_config(vocab_size=200, canvas_length=8)).net
+    logits = torch.randn(1, 8, 200) * 3
+    want = net.self_conditioning_input(logits)
+    calls = []
+    real = ksampler.softmax_probs_triton
+    monkeypatch.setattr(_triton, "use_triton", lambda *t: True)
+    monkeypatch.setattr(ksampler, "use_triton", lambda *t: True)
+    monkeypatch.setattr(ksampler, "softmax_probs_triton", lambda *a, **k: calls.append(1) or real(*a, **k))
+    got = net.self_conditioning_input(logits)
+    assert calls and got.shape == want.shape
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
