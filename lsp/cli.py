@@ -53,6 +53,8 @@ def _train_run(args: argparse.Namespace) -> int:
         device=args.device,
         lr=args.lr,
         diffusion_weight=args.diffusion_weight,
+        objective=args.objective,
+        vocab_size=args.vocab,
         save_every_s=args.save_every,
         prompt_len=args.prompt_len,
         init=args.init,
@@ -280,6 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--device", default="cpu")
     tr.add_argument("--lr", type=float, default=2e-3)
     tr.add_argument("--prompt-len", type=int, default=384)
+    tr.add_argument(
+        "--objective",
+        default="fim",
+        choices=["fim", "ar"],
+        help="fim: AR + canvas diffusion on FIM examples; ar: next-token only on plain windows (pre-training)",
+    )
+    tr.add_argument("--vocab", type=int, default=4096, help="vocabulary of a tokenizer this run trains")
     tr.add_argument("--diffusion-weight", type=float, default=1.0, help="weight of the canvas loss beside the AR loss")
     tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
     tr.add_argument("--init", default="", help="start from a model folder (e.g. model/weights) if no checkpoint")

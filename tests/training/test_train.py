@@ -140,3 +140,26 @@ def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
     assert "stop requested" in out
     state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
     assert 0 < state["step"] < 1_000_000
+
+
+def test_ar_objective_pretrains_on_plain_windows(tmp_path):
+    """`--objective ar`: next-token loss only on windows of code (no canvas); a later FIM run resumes from it."""
+    import random
+
+    from diffill.model.tokenizer import CodeTokenizer
+    from diffill.model.train import Corpus, ar_batches
+
+    make_corpus(tmp_path / "corpus")
+    tok = CodeTokenizer.train([SOURCE] * 20, vocab_size=300)
+    batch, canvas = next(ar_batches(Corpus(tmp_path / "corpus" / "train.jsonl"), tok,
+                                    small_run(tmp_path, "x", prompt_len=32, batch=3), random.Random(0)))  # fmt: skip
+    assert canvas is None and batch.shape == (3, 33) and (batch != 0).all()  # no padding
+    logs = []
+    cfg = small_run(tmp_path, "run", objective="ar", batch=4, lr=3e-3, warmup=5, total_steps=40, log_every=10)
+    state = train(cfg, SMALL, log=logs.append)
+    rows = [json.loads(line) for line in logs if line.startswith('{"step"')]
+    assert rows[-1]["ar"] < rows[0]["ar"] - 1.0 and all(r["diffusion"] == 0 for r in rows)
+    assert state["step"] == 40
+    cfg.objective, cfg.total_steps = "fim", 45
+    state = train(cfg, SMALL, log=logs.append)
+    assert state["step"] == 45 and state["runs"][-1]["config"]["objective"] == "ar"
