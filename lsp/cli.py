@@ -73,6 +73,8 @@ def _train_export(args: argparse.Namespace) -> int:
         sampler["diffill_draft"] = args.draft
     if args.min_confidence:
         sampler["diffill_min_confidence"] = args.min_confidence
+    if args.entropy_bound is not None:
+        sampler["sampler_config"] = {"entropy_bound": args.entropy_bound}
     export(Path(args.run), Path(args.dest), sampler=sampler)
     print(f"exported {args.run} -> {args.dest}")
     return 0
@@ -301,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument(
         "--min-confidence", type=float, default=0.0, help="cut answers at the first token under this probability"
     )
+    te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
     te.set_defaults(func=_train_export)
     return parser
 
