@@ -2,7 +2,8 @@
 
 `diffill train corpus` gathers the CPython standard library (PSF) and the Python sources of installed
 distributions whose licence is permissive (MIT, BSD, Apache-2.0, ISC, PSF); with `--languages` it also fetches
-other languages from the package registries this project reaches (Debian packages and npm tarballs, see
+other languages from the package registries this project reaches (Debian packages, npm tarballs, and PyPI
+source distributions for C, C++ and Java; see
 EXTERNAL_SOURCES), deduplicated by content. Whole packages (and, for the big external trees, whole folders) are
 held out for evaluation and never trained on.
 """
@@ -15,6 +16,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tarfile
 from dataclasses import asdict, dataclass
@@ -77,6 +79,10 @@ EXTERNAL_SOURCES = (
     ("webpack", "npm", "webpack@5", "MIT", "package/lib", (".js",)),
     ("express", "npm", "express@4", "MIT", "package", (".js",)),
     ("lodash-es", "npm", "lodash-es@4", "MIT", "package", (".js",)),
+    # C, C++ and Java from PyPI source distributions (the only permissive C/Java these machines can fetch).
+    ("brotli", "pypi", "brotli==1.2.1", "MIT", "c", (".c", ".h")),
+    ("lz4", "pypi", "lz4==4.4.5", "BSD-3-Clause AND BSD-2-Clause", "lz4libs", (".c", ".h")),
+    ("jpype1", "pypi", "JPype1==1.7.1", "Apache-2.0", ".", (".java", ".cpp", ".h")),
 )
 SKIP_PARTS = {"testdata", "node_modules", "vendor", "__pycache__"}
 
@@ -175,6 +181,16 @@ def fetch_external(raw_dir: Path, name: str, registry: str, package: str) -> Pat
             tf.extractall(tmp / "root", filter="data")
         meta = json.loads((tmp / "root" / "package" / "package.json").read_text())
         (tmp / "root" / ".version").write_text(str(meta.get("version", "")))
+        (tmp / "root").rename(dest)
+    elif registry == "pypi":
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", package, "-d", ".", "-q"]
+        subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)
+        sdist = next(tmp.glob("*.tar.gz"))
+        with tarfile.open(sdist) as tf:
+            tf.extractall(tmp / "unpacked", filter="data")
+        (top,) = list((tmp / "unpacked").iterdir())  # an sdist holds one `name-version` folder
+        top.rename(tmp / "root")
+        (tmp / "root" / ".version").write_text(top.name.rsplit("-", 1)[-1])
         (tmp / "root").rename(dest)
     else:
         raise ValueError(f"unknown registry {registry}")

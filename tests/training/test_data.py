@@ -1,6 +1,7 @@
 """Corpus, tokenizer and fill-in-the-middle layout of the embedded model's training."""
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,32 @@ def test_external_split_holds_out_whole_folders(tmp_path, monkeypatch):
     assert src.version == "1.0" and src.licence == "MIT"
     assert len(train) + len(held) == 60 and held and train
     assert not {p.parent for p in train} & {p.parent for p in held}
+
+
+def test_pypi_sdist_source_is_unpacked_with_its_version(tmp_path, monkeypatch):
+    """The `pypi` registry: `pip download` of an sdist (faked here: no network in tests), unpacked safely."""
+    import io
+    import subprocess
+    import tarfile
+
+    calls = []
+
+    def fake_run(cmd, cwd=None, **kw):
+        calls.append(cmd)
+        with tarfile.open(Path(cwd) / "brotli-1.2.1.tar.gz", "w:gz") as tf:
+            for name, body in (("brotli-1.2.1/c/enc/encode.c", b"int f(void) { return 1; }\n"),
+                               ("brotli-1.2.1/python/x.py", b"x = 1\n")):  # fmt: skip
+                info = tarfile.TarInfo(name)
+                info.size = len(body)
+                tf.addfile(info, io.BytesIO(body))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(corpus.subprocess, "run", fake_run)
+    dest = corpus.fetch_external(tmp_path, "brotli", "pypi", "brotli==1.2.1")
+    assert "--no-binary" in calls[0] and "brotli==1.2.1" in calls[0]
+    assert (dest / "c" / "enc" / "encode.c").read_text().startswith("int f")
+    assert (dest / ".version").read_text() == "1.2.1"
+    assert corpus.fetch_external(tmp_path, "brotli", "pypi", "brotli==1.2.1") == dest and len(calls) == 1  # cached
 
 
 def test_tokenizer_special_ids_and_round_trip():
