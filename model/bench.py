@@ -18,10 +18,10 @@ import torch
 PRESETS = {
     # The shape of the embedded default model (see model/weights): what runs on every laptop.
     "embedded": dict(
-        vocab_size=8192,
+        vocab_size=4096,
         hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=6,
+        intermediate_size=256,
+        num_hidden_layers=4,
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=64,
@@ -29,7 +29,7 @@ PRESETS = {
         num_global_key_value_heads=1,
         num_experts=8,
         top_k_experts=2,
-        moe_intermediate_size=256,
+        moe_intermediate_size=128,
         sliding_window=256,
     ),
     "tiny": dict(
