@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Train the embedded model on one GPU, unattended, in under 8 minutes, and leave the result under $OUT.
-# The GPU machine reaches no network: carry the compressed corpus (data/corpus/{train,heldout}.jsonl.gz and
-# sources.json, made with `bash bench/pack_corpus.sh`) and the tokenizer (runs/embedded/tokenizer.json).
+# Two phases, as on CPU (../shared/reference/embedded_training.md): next-token pre-training on plain code windows,
+# then FIM examples with the canvas diffusion loss. The GPU machine reaches no network: carry the compressed
+# corpus (data/corpus/{train,heldout}.jsonl.gz and sources.json, made with `bash bench/pack_corpus.sh`); the
+# shipped tokenizer (model/weights/tokenizer.json) is in the checkout.
 #   usage: OUT=/some/dir bash bench/train_gpu.sh [minutes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,8 +11,12 @@ MINUTES=${1:-6.5}
 OUT=${OUT:-runs/gpu-out}
 RUN=runs/gpu
 mkdir -p "$RUN" "$OUT"
-cp -n runs/embedded/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
-python -m diffill.lsp.cli train run --device cuda --corpus data/corpus --out "$RUN" --batch 64 \
-    --steps 6000 --minutes "$MINUTES" --save-every 120 --lr 2e-3 2>&1 | tee "$OUT/train.log"
-python -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights"
+cp -n model/weights/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
+AR_MINUTES=$(python -c "print(round($MINUTES * 0.4, 2))")
+FIM_MINUTES=$(python -c "print(round($MINUTES * 0.6, 2))")
+python -m diffill.lsp.cli train run --device cuda --corpus data/corpus --out "$RUN" --objective ar --batch 64 \
+    --steps 6000 --minutes "$AR_MINUTES" --save-every 120 --lr 2e-3 2>&1 | tee "$OUT/train-ar.log"
+python -m diffill.lsp.cli train run --device cuda --corpus data/corpus --out "$RUN" --objective fim --batch 64 \
+    --steps 6000 --minutes "$FIM_MINUTES" --save-every 120 --lr 2e-3 --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
+python -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar
 echo "weights in $OUT/weights"
