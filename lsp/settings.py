@@ -21,7 +21,7 @@ class Settings:
     model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
     device: str = "auto"
     quantization: str = "none"
-    precision: str = "auto"  # activations/weights: auto = bf16 on GPUs and CPUs with native bf16, else fp32
+    precision: str = "auto"  # activations/weights: auto = bf16 on GPUs, fp32 on CPUs
     steps: int = 4  # denoising steps per canvas (the sampler also stops early when stable)
     canvas_length: int = 0  # 0 = the model's own canvas length
     languages: tuple[str, ...] = field(default=LANGUAGES)
