@@ -105,15 +105,19 @@ class CompletionEngine:
         prompt = build_prompt(prefix_ids, suffix_ids, o.max_prompt_tokens, o.max_suffix_tokens, context=blocks)
         return prompt, healed
 
+    def _vocab_texts(self) -> list[str]:
+        """Each id's text ("" for the special tokens), decoded once."""
+        if self._vocab_text is None:
+            n = self.tokenizer.vocab_size
+            self._vocab_text = [self.tokenizer.decode([i]) if i >= len(SPECIAL_TOKENS) else "" for i in range(n)]
+        return self._vocab_text
+
     def first_token_ids(self, healed: str) -> list[int]:
         """Vocabulary ids whose text starts with `healed` (cached per text)."""
         if healed not in self._first_ids:
-            if self._vocab_text is None:
-                n = self.tokenizer.vocab_size
-                self._vocab_text = [self.tokenizer.decode([i]) if i >= len(SPECIAL_TOKENS) else "" for i in range(n)]
             if len(self._first_ids) > 4096:
                 self._first_ids.clear()
-            self._first_ids[healed] = [i for i, t in enumerate(self._vocab_text) if t.startswith(healed)]
+            self._first_ids[healed] = [i for i, t in enumerate(self._vocab_texts()) if t.startswith(healed)]
         return self._first_ids[healed]
 
     def _suffix_ids(self, suffix: str) -> list[int]:
@@ -143,8 +147,7 @@ class CompletionEngine:
         """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
         the denoiser then refines it instead of starting from noise."""
         if self._newline_ids is None:
-            vocab = self.tokenizer.tok.get_vocab()
-            self._newline_ids = {i for i in vocab.values() if "\n" in self.tokenizer.decode([i])}
+            self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
         stop = {EOS} | (self._newline_ids if kind == "line" else set())
         draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
         while draft and draft[-1] in stop:

@@ -260,14 +260,12 @@ def run_edits(
     latencies = []
     cases = edit_cases(root, n, seed)
     for path, doc_text, cursor, old, new, expected in cases:
+        doc = SyntaxDocument(doc_text, "python")
         # Baseline without a model: every later use of the old name in the region renamed.
-        region = edits.find_region(
-            doc_text, cursor, old, limit_at=edits.scope_end(SyntaxDocument(doc_text, "python"), cursor)
-        )
+        region = edits.find_region(doc_text, cursor, old, limit_at=edits.scope_end(doc, cursor))
         if region is not None:
             every = edits.apply_fill(doc_text, region, [new] * len(region.occurrences))
             baseline += doc_text[: region.start] + every + doc_text[region.end :] == expected
-        doc = SyntaxDocument(doc_text, "python")
         t0 = time.perf_counter()
         result = engine.edit(doc, cursor, (old, new), key=path)
         latencies.append((time.perf_counter() - t0) * 1e3)

@@ -168,14 +168,12 @@ def denoise_canvas(
         z = logits / temp if temp is not None else logits
         if cfg.fast and _kernels_run(z):
             sample, argmax, entropy = _fused_stats(z, generator)
-        elif cfg.fast:
-            probs = torch.softmax(z, dim=-1, dtype=torch.float32)
-            sample = inverse_cdf_sample(probs, generator)
-            argmax = torch.argmax(z, dim=-1)
-            entropy = categorical_entropy(z)
         else:
             probs = torch.softmax(z, dim=-1, dtype=torch.float32)
-            sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
+            if cfg.fast:
+                sample = inverse_cdf_sample(probs, generator)
+            else:
+                sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
             argmax = torch.argmax(z, dim=-1)
             entropy = categorical_entropy(z)
         sorted_h, order = torch.sort(entropy, dim=-1)

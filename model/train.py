@@ -229,11 +229,9 @@ def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random
             if start:
                 nl = text.find("\n", start)
                 start = nl + 1 if 0 <= nl < len(text) - 1 else start
-            ids = (
-                [BOS, *tok.encode(text[start : start + need * 6])]
-                if start == 0
-                else tok.encode(text[start : start + need * 6])
-            )
+            ids = tok.encode(text[start : start + need * 6])
+            if start == 0:  # a file's start carries BOS, as in the FIM prompts
+                ids = [BOS, *ids]
             if len(ids) >= need:
                 rows.append(ids[:need])
         yield torch.tensor(rows), None
