@@ -7,7 +7,9 @@ opener or in an empty body, a multi-line body; on an empty line, a few lines.
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -17,7 +19,7 @@ from diffill.model.prompt_cache import PromptCache
 from diffill.model.sampler import Cancelled
 from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
-from . import context, edits
+from . import context, edits, signatures
 from .context import RecentEdits
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
@@ -52,8 +54,16 @@ class EngineOptions:
     # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
     # old one by more than this (mean log-probability per token, nats).
     rename_prior: float = 2.0  # tuned on held-out asyncio renames (docs/benchmarks.md)
+    # A name defined elsewhere in the workspace that extends the word being typed replaces the draft's own
+    # word unless the model believes its own by more than this (summed log-probability, nats); < 0 = off.
+    symbol_prior: float = 8.0  # tuned on held-out stdlib/click/attrs/pygls (docs/benchmarks.md)
 
 
+WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
+MAX_SYMBOLS = 8
+IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
 
@@ -129,6 +139,25 @@ class CompletionEngine:
             ids = self.tokenizer.encode(suffix)
         return ids
 
+    def _symbols(self, text: str, offset: int, healed: str, path: str | None) -> tuple[str, str, list[str]] | None:
+        """(healed text, typed word, known names that extend the word) when the cursor ends a word of two or
+        more characters, or None. Known: used in the file around the cursor (most frequent first), or defined in
+        another file of the workspace."""
+        if self.options.symbol_prior < 0:
+            return None
+        m = IDENT_TAIL.search(text, max(0, offset - 64), offset)
+        typed = m.group(0) if m else ""
+        if len(typed) < 2 or not typed.endswith(healed.lstrip()) or WORD_HEAD.match(text, offset).group(0):
+            return None
+        window = text[max(0, offset - SYMBOL_WINDOW) : m.start()] + " " + text[offset : offset + SYMBOL_WINDOW // 4]
+        near = Counter(w for w in IDENT.findall(window) if w.startswith(typed) and w != typed)
+        names = [w for w, _ in near.most_common(MAX_SYMBOLS)]
+        if self.workspace is not None:
+            chunks = self.workspace.search(context.query_terms(text, offset), exclude_path=path, k=8, prefix=typed)
+            names += [c.name for c in chunks if c.name.startswith(typed) and c.name != typed]
+        names = list(dict.fromkeys(names))[:MAX_SYMBOLS]
+        return (healed, typed, names) if names else None
+
     def context_for(self, doc: SyntaxDocument, offset: int, key: str | None, path: str | None) -> list[str]:
         """Cross-file context blocks, recomputed only when the cursor line or the index changes, so the prompt
         (and with it the reused encoder cache) stays stable while the user types along a line."""
@@ -143,16 +172,50 @@ class CompletionEngine:
             self._context_stamp = stamp
         return self._context
 
-    def _draft(self, prompt: list[int], canvas: int, kind: str, cache, first: list[int] | None) -> list[int]:
+    def _draft(
+        self,
+        prompt: list[int],
+        canvas: int,
+        kind: str,
+        cache,
+        first: list[int] | None,
+        symbols: tuple[str, str, list[str]] | None = None,
+    ) -> list[int]:
         """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
-        the denoiser then refines it instead of starting from noise."""
+        the denoiser then refines it instead of starting from noise. `symbols` (healed text, typed word,
+        workspace names that extend it) lets a workspace name replace the draft's word when the model believes
+        it nearly as much (see `_prefer_symbol`)."""
         if self._newline_ids is None:
             self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
         stop = {EOS} | (self._newline_ids if kind == "line" else set())
         draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
+        if symbols is not None:
+            head = self._prefer_symbol(prompt, draft, symbols, cache)
+            if head is not None and len(head) < canvas - 1:
+                draft = head + self.model.ar_draft(prompt + head, canvas - 1 - len(head), stop, cache)
         while draft and draft[-1] in stop:
             draft.pop()
         return build_canvas(draft, canvas)
+
+    def _prefer_symbol(self, prompt: list[int], draft: list[int], symbols, cache) -> list[int] | None:
+        """Token ids of the workspace name that should start the answer instead of the draft's own word, or
+        None. The model scores each name and its own word (log-probability after the prompt); a name wins when
+        it trails by less than `symbol_prior` nats: a definition the project has is a better guess than a word
+        the model made up, and the model still rules out names that do not fit (measured: bench context)."""
+        healed, typed, names = symbols
+        text = self.tokenizer.decode(draft)
+        if not text.startswith(healed):
+            return None
+        own = typed + WORD_HEAD.match(text, len(healed)).group(0)
+        if own in names:
+            return None
+        options = [own] + names
+        encoded = [self.tokenizer.encode(healed + name[len(typed) :]) for name in options]
+        scores = self.model.continuation_logprobs(prompt, encoded, cache)
+        best = max(range(1, len(options)), key=lambda i: scores[i])
+        if scores[best] + self.options.symbol_prior < scores[0]:
+            return None
+        return encoded[best]
 
     def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel, first: list[int] | None) -> list[int]:
         """Denoise again with the text after the cursor pinned where the model ended its line, then EOS: the
@@ -218,6 +281,17 @@ class CompletionEngine:
             return None
         return Completion(start=region.start, end=region.end, text=replacement, kind="edit")
 
+    def follow_signature(
+        self, doc: SyntaxDocument, offset: int, change: signatures.SignatureChange
+    ) -> Completion | None:
+        """An inline edit that passes an added parameter on (or drops a removed one) at the calls below the
+        cursor (see infill.signatures: the syntax tree decides, no model call)."""
+        found = signatures.follow_signature(doc, offset, change)
+        if found is None:
+            return None
+        start, end, text = found
+        return Completion(start=start, end=end, text=text, kind="edit")
+
     def complete(
         self,
         doc: SyntaxDocument,
@@ -244,8 +318,11 @@ class CompletionEngine:
             # The rest of a line rarely needs a whole canvas: a shorter one halves each step's cost.
             canvas = min(canvas, self.options.line_canvas_length)
         canvases = 1 if span.kind == "line" else 2
+        symbols = (
+            self._symbols(text, offset, healed, path) if span.kind == "line" and self.options.draft == "ar" else None
+        )
         with self.prompt_cache.use(key or "", prompt) as cache:
-            init = self._draft(prompt, canvas, span.kind, cache, first) if self.options.draft == "ar" else None
+            init = self._draft(prompt, canvas, span.kind, cache, first, symbols) if self.options.draft == "ar" else None
             ids = self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,

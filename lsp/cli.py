@@ -73,6 +73,8 @@ def _train_export(args: argparse.Namespace) -> int:
         sampler["diffill_draft"] = args.draft
     if args.min_confidence:
         sampler["diffill_min_confidence"] = args.min_confidence
+    if args.draft_margin is not None:
+        sampler["diffill_draft_margin"] = args.draft_margin
     if args.entropy_bound is not None:
         sampler["sampler_config"] = {"entropy_bound": args.entropy_bound}
     export(Path(args.run), Path(args.dest), sampler=sampler)
@@ -142,6 +144,7 @@ def _eval(args: argparse.Namespace) -> int:
         min_confidence=args.min_confidence,
         dtype=args.dtype,
         token_healing=not args.no_healing,
+        draft_margin=args.draft_margin,
     )
     return 0
 
@@ -219,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=-1.0,
         help="cut answers at the first doubtful token (-1 = the model's card)",
+    )
+    ev.add_argument(
+        "--draft-margin",
+        default="model",
+        help="keep drafts, change a token only when the decoder beats it by this much (model = the card; off)",
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
@@ -302,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument("--draft", default="", choices=["", "ar"], help="ask the daemon to seed canvases with AR drafts")
     te.add_argument(
         "--min-confidence", type=float, default=0.0, help="cut answers at the first token under this probability"
+    )
+    te.add_argument(
+        "--draft-margin",
+        type=float,
+        default=None,
+        help="keep AR drafts and let the decoder change a token only when it beats the draft by this probability",
     )
     te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
     te.set_defaults(func=_train_export)

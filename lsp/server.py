@@ -27,6 +27,7 @@ from diffill.infill.document import SyntaxDocument
 from diffill.infill.edits import RenameTracker
 from diffill.infill.engine import Completion, CompletionEngine, EngineOptions
 from diffill.infill.languages import language_for
+from diffill.infill.signatures import SignatureTracker
 from diffill.infill.workspace import WorkspaceIndex
 from diffill.model.sampler import Cancelled
 
@@ -56,6 +57,7 @@ class DocState:
     last_latency_ms: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     renames: RenameTracker = field(default_factory=RenameTracker)  # identifiers being renamed (inline edits)
+    signatures: SignatureTracker = field(default_factory=SignatureTracker)  # parameter lists being edited
 
 
 class DiffillServer(LanguageServer):
@@ -270,6 +272,7 @@ class DiffillServer(LanguageServer):
                         r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
                     )
                     _guarded(state.renames.observe, before, state.doc.text, at)
+                    _guarded(state.signatures.observe, before, state.doc, at)
                 else:
                     state.doc.replace_all(change.text)
                     state.renames.session = None
@@ -324,6 +327,11 @@ class DiffillServer(LanguageServer):
                     edited = engine.edit(state.doc, offset, rename, cancel=token, key=uri)
                     if edited is not None:
                         return edited
+                changed = state.signatures.change_at(state.doc, offset)
+                if changed is not None:  # a parameter added or dropped: the calls below follow, if any must
+                    followed = engine.follow_signature(state.doc, offset, changed)
+                    if followed is not None:
+                        return followed
                 return engine.complete(state.doc, offset, cancel=token, key=uri, path=to_fs_path(uri))
 
             result = await loop.run_in_executor(self.scheduler.executor, work)

@@ -181,6 +181,32 @@ class DiffusionModel:
         return out
 
     @torch.inference_mode()
+    def continuation_logprobs(
+        self, prompt_ids, continuations: list[list[int]], cache: KVCache | None = None
+    ) -> list[float]:
+        """Log-probability (summed, nats) of each token sequence right after the prompt under the encoder's LM
+        head: how much the model believes each candidate text (a workspace symbol, its own draft). One short
+        cached encoder pass per candidate; the cache is cut back to the prompt after each."""
+        device = self.net.device
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        cache = cache if cache is not None else self.net.new_cache()
+        if cache.length >= prompt.shape[1]:
+            cache.truncate(prompt.shape[1] - 1)  # re-encode the last token for its hidden state
+        last = self.net.encode(prompt[:, cache.length :], cache)[:, -1:]
+        length = cache.length
+        scores = []
+        for tokens in continuations:
+            if not tokens:
+                scores.append(0.0)
+                continue
+            ids = torch.tensor([tokens], device=device)
+            hidden = torch.cat([last, self.net.encode(ids[:, :-1], cache)], dim=1) if len(tokens) > 1 else last
+            cache.truncate(length)
+            logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)
+            scores.append(float(logp[0].gather(-1, ids[0].unsqueeze(-1)).sum()))
+        return scores
+
+    @torch.inference_mode()
     def denoise_logits(self, prompt_ids, canvas_ids, prev_logits: torch.Tensor | None = None) -> torch.Tensor:
         """One decoder pass over `canvas_ids` after encoding `prompt_ids`: fp32 logits [C, V]."""
         device = self.net.device

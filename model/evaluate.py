@@ -9,6 +9,7 @@ line. The last line printed is one JSON object.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import random
@@ -105,6 +106,7 @@ def run(
     min_confidence: float = -1.0,
     dtype: str = "auto",
     token_healing: bool = True,
+    draft_margin: str = "model",
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -114,6 +116,9 @@ def run(
 
     rng = random.Random(seed)
     loaded = runtime.load(model, "auto", dtype=dtype)
+    if draft_margin != "model":  # "off": drafts are denoised like noise; a number: kept, changed past the margin
+        margin = None if draft_margin == "off" else float(draft_margin)
+        loaded.model.sampler = dataclasses.replace(loaded.model.sampler, draft_margin=margin)
     engine = CompletionEngine(
         loaded.model,
         loaded.tokenizer,
@@ -276,20 +281,159 @@ def run_edits(
         accepted += edited == expected
     latencies.sort()
     k = max(1, len(cases))
+    sig = run_signature_edits(root, n, seed)
     summary = {
         "cases": len(cases),
         "proposed": round(proposed / k, 4),
         "accepted": round(accepted / k, 4),
         "baseline_rename_all": round(baseline / k, 4),
         "latency_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
+        "signature_cases": sig["cases"],
+        "signature_proposed": sig["proposed"],
+        "signature_accepted": sig["accepted"],
     }
     out(
-        f"edits root={root} cases={len(cases)}: proposed {summary['proposed']:.3f}, accepted (exact) "
+        f"renames root={root} cases={len(cases)}: proposed {summary['proposed']:.3f}, accepted (exact) "
         f"{summary['accepted']:.3f} (rename-all baseline {summary['baseline_rename_all']:.3f}), latency p50 "
         f"{summary['latency_ms_p50']} ms"
     )
+    out(f"signatures cases={sig['cases']}: proposed {sig['proposed']:.3f}, accepted (exact) {sig['accepted']:.3f}")
     out(json.dumps(summary))
     return summary
+
+
+def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, int, str]]:
+    """(path, document, cursor, typed, deleted, expected) pairs from real Python code: a function's last
+    parameter, passed on by name (`p` in its slot, or `p=p`) at one or more calls within the edit window below
+    its definition (infill.signatures.MAX_LINES lines). Half the cases type the parameter back into a list
+    that lacks it (the document has it nowhere; the expected edit passes it on where the real code does and
+    touches no other call); half delete it (the expected edit drops the argument in its slot, or by keyword,
+    from every call in the window)."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.signatures import MAX_LINES, calls_of, signature_at
+
+    rng = random.Random(seed)
+    cases: list[tuple[str, str, int, str, int, str]] = []
+    for path in _files(Path(root), rng):
+        if len(cases) >= n:
+            break
+        if path.suffix != ".py":
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(text) > 100_000:
+            continue
+        doc = SyntaxDocument(text, "python")
+        if doc.tree is None:
+            continue
+        for node in _walk_params(doc.tree.root_node):
+            sig = signature_at(doc, doc.offset_of_byte(node.start_byte) + 1)
+            if sig is None or len(sig.params) < 2:
+                continue
+            items = [c for c in node.named_children if c.type != "comment"]
+            p = sig.params[-1]  # the last parameter: removing it leaves the others' slots alone
+            last = items[-1]
+            if p.index < 0 or last.type not in ("identifier", "default_parameter", "typed_parameter"):
+                continue
+            window_end = sig.params_end
+            for _ in range(MAX_LINES):
+                window_end = text.find("\n", window_end + 1)
+                if window_end < 0:
+                    window_end = len(text)
+                    break
+            calls = calls_of(doc, sig, doc.byte_offset(sig.params_end), doc.byte_offset(window_end))
+            passing = [c for c in calls if _argument_for(doc, c, p, pass_on=True) is not None]
+            if not passing:
+                continue
+            prev_end = items[-2].end_byte
+            data = doc.source
+            at = len(data[:prev_end].decode("utf-8"))
+            typed = data[prev_end : last.end_byte].decode("utf-8")
+            if len(cases) % 2 == 0:  # typed back: the calls that passed it must pass it on again
+                drop = [(prev_end, last.end_byte)] + [
+                    _argument_span(c, _argument_for(doc, c, p, True)) for c in passing
+                ]
+                cases.append((str(path), _cut_bytes(data, drop).decode("utf-8"), at, typed, 0, text))
+            else:  # deleted: every call that gives it an argument must drop it
+                given = [c for c in calls if _argument_for(doc, c, p, pass_on=False) is not None]
+                drop = [(prev_end, last.end_byte)] + [_argument_span(c, _argument_for(doc, c, p, False)) for c in given]
+                cases.append((str(path), text, at + len(typed), "", len(typed), _cut_bytes(data, drop).decode("utf-8")))
+            break
+    return cases
+
+
+def _walk_params(node):
+    """Parameter lists of function definitions, in document order."""
+    if node.type == "function_definition":
+        params = node.child_by_field_name("parameters")
+        if params is not None:
+            yield params
+    for child in node.children:
+        yield from _walk_params(child)
+
+
+def _argument_for(doc, call, p, pass_on: bool):
+    """The argument node a call gives parameter `p` (by slot or keyword); with `pass_on`, only when it is `p`
+    itself. None for calls that cannot be read (splats) or give none."""
+    args = call.child_by_field_name("arguments")
+    if args is None or args.type != "argument_list":
+        return None
+    items = [a for a in args.named_children if a.type != "comment"]
+    if any(a.type in ("list_splat", "dictionary_splat") for a in items):
+        return None
+    positional = [a for a in items if a.type != "keyword_argument"]
+    named = {doc.source[a.child_by_field_name("name").start_byte : a.child_by_field_name("name").end_byte]
+             .decode(): a for a in items if a.type == "keyword_argument"}  # fmt: skip
+    arg = positional[p.index] if len(positional) > p.index else named.get(p.name)
+    if arg is None or len(items) < 2:
+        return None
+    if pass_on:
+        txt = doc.source[arg.start_byte : arg.end_byte].decode("utf-8", "replace").replace(" ", "")
+        return arg if txt in (p.name, f"{p.name}={p.name}") else None
+    return arg
+
+
+def _argument_span(call, arg) -> tuple[int, int]:
+    """Bytes to cut to remove `arg` from its call with the comma before it (after it, for the first)."""
+    items = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+    k = items.index(arg)
+    return (items[k - 1].end_byte, arg.end_byte) if k else (arg.start_byte, items[k + 1].start_byte)
+
+
+def _cut_bytes(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    out, pos = [], 0
+    for a, b in sorted(spans):
+        out.append(data[pos:a])
+        pos = b
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+def run_signature_edits(root: str, n: int = 50, seed: int = 0) -> dict:
+    """Acceptance of signature edits (infill.signatures) on `signature_cases`: no model involved."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.signatures import SignatureTracker, follow_signature
+
+    accepted = proposed = 0
+    cases = signature_cases(root, n, seed)
+    for _path, text, at, typed, deleted, expected in cases:
+        doc = SyntaxDocument(text, "python")
+        tracker = SignatureTracker()
+        before = doc.text
+        doc.replace_range(at - deleted, at, typed)
+        cursor = at - deleted + len(typed)
+        tracker.observe(before, doc, at - deleted)
+        change = tracker.change_at(doc, cursor)
+        found = follow_signature(doc, cursor, change) if change is not None else None
+        if found is None:
+            continue
+        proposed += 1
+        start, end, new = found
+        accepted += doc.text[:start] + new + doc.text[end:] == expected
+    k = max(1, len(cases))
+    return {"cases": len(cases), "proposed": round(proposed / k, 4), "accepted": round(accepted / k, 4)}
 
 
 def context_cases(root: str, n: int, seed: int) -> list[Case]:
@@ -357,7 +501,8 @@ def run_context(
     index.scan()
     summary: dict = {"cases": len(cases), "trained_with_context": loaded.trained_with_context}
     for label, budget in (("without", 0), ("with", 96)):
-        engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps, context_tokens=budget))
+        options = EngineOptions(steps=steps, context_tokens=budget, draft=loaded.draft, line_canvas_length=16)
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, options)  # as the daemon sets it up
         engine.workspace = index
         exact = name_ok = 0
         for case in cases:

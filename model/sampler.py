@@ -37,6 +37,10 @@ class SamplerConfig:
     # (CUDA), inverse-CDF sampling elsewhere (20x cheaper than torch.multinomial on CPU). The same distribution
     # as the reference, not the same random stream, so parity runs leave it off; the daemon turns it on.
     fast: bool = False
+    # A canvas seeded with a draft (`generate(init=...)`): None denoises it as the reference would (the draft is
+    # the starting point, uncertain tokens are renoised); a margin keeps the draft and changes a token only where
+    # the decoder's top choice beats the draft token's probability by that much (card key diffill_draft_margin).
+    draft_margin: float | None = None
 
     @classmethod
     def from_generation_config(cls, raw: dict[str, Any]) -> SamplerConfig:
@@ -53,6 +57,7 @@ class SamplerConfig:
             confidence_threshold=raw.get("confidence_threshold", cfg.confidence_threshold),
             eos_token_ids=list(eos) if isinstance(eos, list) else ([eos] if eos is not None else []),
             pad_token_id=raw.get("pad_token_id", cfg.pad_token_id) or 0,
+            draft_margin=raw.get("diffill_draft_margin", cfg.draft_margin),
         )
 
     def with_overrides(self, **kw: Any) -> SamplerConfig:
@@ -138,6 +143,10 @@ def denoise_canvas(
 ) -> CanvasResult:
     """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`.
     `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`)."""
+    if init_canvas is not None and cfg.draft_margin is not None:
+        return refine_canvas(
+            model, cache, positions, cfg, init_canvas, pin_mask, pin_ids, cancel, on_draft, first_allowed
+        )
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
@@ -202,6 +211,48 @@ def denoise_canvas(
         probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
         confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
     return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
+
+
+def refine_canvas(
+    model: DiffusionGemma,
+    cache: KVCache,
+    positions: torch.Tensor,
+    cfg: SamplerConfig,
+    draft: torch.Tensor,
+    pin_mask: torch.Tensor | None = None,
+    pin_ids: torch.Tensor | None = None,
+    cancel: Callable[[], bool] | None = None,
+    on_draft: Callable[[torch.Tensor, int], None] | None = None,
+    first_allowed: torch.Tensor | None = None,
+) -> CanvasResult:
+    """Keeps a drafted canvas and lets the decoder correct it: each pass replaces the tokens whose probability
+    (given the rest of the canvas, both sides) trails the decoder's top choice by more than cfg.draft_margin;
+    stops when a pass changes nothing. A small model's draft is worth more than its renoised canvas (measured:
+    multi-line edit similarity 0.09 denoised from the draft, 0.14 kept), and one or two passes cost less."""
+    x = draft if pin_mask is None else torch.where(pin_mask, pin_ids, draft)
+    prev_logits = None
+    probs = None
+    steps = 0
+    for _ in range(max(1, cfg.max_denoising_steps)):
+        if cancel is not None and cancel():
+            raise Cancelled()
+        logits = model.decode(x, cache, prev_logits, positions)
+        steps += 1
+        if pin_mask is not None:
+            logits = pin_logits(logits, pin_mask, pin_ids)
+        if first_allowed is not None:
+            logits = restrict_first(logits, first_allowed)
+        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        best_p, best = probs.max(dim=-1)
+        change = (best != x) & (best_p - probs.gather(-1, x.unsqueeze(-1)).squeeze(-1) > cfg.draft_margin)
+        prev_logits = (logits / cfg.t_min if cfg.t_min else logits).to(model.dtype)  # as the reference's last step
+        if on_draft is not None:
+            on_draft(torch.where(change, best, x), steps)
+        if not bool(change.any()):
+            break
+        x = torch.where(change, best, x)
+    confidence = probs.gather(-1, x.unsqueeze(-1)).squeeze(-1) if probs is not None else None
+    return CanvasResult(tokens=x, steps=steps, confidence=confidence)
 
 
 @dataclass

@@ -248,17 +248,35 @@ def init_weights(net: DiffusionGemma, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) * std)
 
 
+def ar_through_middle(
+    net: DiffusionGemma, prompt: torch.Tensor, hidden: torch.Tensor, canvas: torch.Tensor, cache
+) -> torch.Tensor:
+    """Next-token loss over the prompt, then the middle and its EOS, as FIM-trained code LMs see a file: the
+    encoder's head learns to continue into the span and to end it, which the AR draft (infill.engine) relies
+    on to stop. The middle's keys/values are cut from `cache` after, so the canvas decoder sees the prompt only."""
+    vocab = net.config.vocab_size
+    length = cache.length
+    middle_hidden = net.encode(canvas[:, :-1], cache)
+    cache.truncate(length)
+    logits = net.head(torch.cat([hidden, middle_hidden], dim=1))
+    targets = torch.cat([prompt[:, 1:], canvas], dim=1)
+    targets = targets.masked_fill(targets == PAD, -100)
+    return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
+
+
 def losses(
     net: DiffusionGemma, prompt: torch.Tensor, canvas: torch.Tensor | None, cfg: TrainConfig, gen: torch.Generator
 ):
     vocab = net.config.vocab_size
     cache = net.new_cache()
     hidden = net.encode(prompt, cache)
-    ar_logits = net.head(hidden[:, :-1])
-    targets = prompt[:, 1:].masked_fill(prompt[:, 1:] == PAD, -100)
-    ar = F.cross_entropy(ar_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
     if canvas is None:  # the "ar" objective: no canvas
-        return ar, torch.zeros((), device=prompt.device)
+        ar_logits = net.head(hidden[:, :-1])
+        targets = prompt[:, 1:].masked_fill(prompt[:, 1:] == PAD, -100)
+        return F.cross_entropy(ar_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100), torch.zeros(
+            (), device=prompt.device
+        )
+    ar = ar_through_middle(net, prompt, hidden, canvas, cache)
     b, c = canvas.shape
 
     dev = canvas.device  # random draws come from the CPU generator (reproducible on any device), then move

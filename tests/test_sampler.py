@@ -169,3 +169,44 @@ def test_fast_sampling_keeps_pins_and_the_seed(model):
     a = model.generate([2, 10, 11], pinned=pins, **kw)
     assert a == model.generate([2, 10, 11], pinned=pins, **kw)
     assert a[0] == 50 and a[3] == 51
+
+
+def test_a_draft_margin_keeps_the_draft_where_the_decoder_is_not_sure_enough(model):
+    """draft_margin: a seeded canvas is kept, and a token changes only where the decoder's top choice beats it
+    by the margin. A margin above 1 can never be beaten: the draft comes back as it was, after one pass."""
+    init = [50, 51, 52, 53, 54, 55, 56, 57]
+    passes = []
+    out = model.generate_full([2, 10], max_new_tokens=8, seed=0, steps=4, canvas_length=8, init=init,
+                              draft_margin=1.5, on_draft=lambda d, n: passes.append(n), eos_token_ids=[])  # fmt: skip
+    assert out.tokens == init and passes == [1]
+
+
+def test_a_negative_draft_margin_takes_every_argmax_of_a_pass(model):
+    """With a margin below zero every token the decoder would argmax differently changes: one pass over the
+    draft gives exactly the decoder's argmax canvas for it; pinned tokens hold."""
+    import torch
+
+    init = [50, 51, 52, 53, 54, 55, 56, 57]
+    out = model.generate_full([2, 10], max_new_tokens=8, seed=0, steps=1, canvas_length=8, init=init,
+                              draft_margin=-1.0, eos_token_ids=[], pinned={3: 99})  # fmt: skip
+    logits = model.denoise_logits([2, 10], [50, 51, 52, 99, 54, 55, 56, 57])
+    expected = logits.argmax(-1).tolist()
+    expected[3] = 99
+    assert out.tokens == expected
+    assert out.tokens != init  # a random model disagrees with an arbitrary draft somewhere
+    assert torch.tensor(out.confidence).le(1.0).all()
+
+
+def test_continuation_logprobs_match_one_causal_pass(model):
+    """Each candidate's summed log-probability equals the encoder's over prompt + candidate in one pass; the
+    cache is left at the prompt."""
+    prompt, candidates = [2, 10, 11, 12], [[40], [41, 42, 43], []]
+    cache = model.net.new_cache()
+    scores = model.continuation_logprobs(prompt, candidates, cache)
+    assert cache.length == len(prompt) and scores[2] == 0.0
+    for cand, score in zip(candidates[:2], scores, strict=False):
+        hidden = model.net.encode(torch.tensor([prompt + cand[:-1]]), model.net.new_cache())
+        logp = torch.log_softmax(model.net.head(hidden[0, len(prompt) - 1 :]).float(), dim=-1)
+        expected = sum(float(logp[i, t]) for i, t in enumerate(cand))
+        assert score == pytest.approx(expected, abs=1e-4)
+    assert model.continuation_logprobs(prompt, candidates, cache) == pytest.approx(scores, abs=1e-5)  # reused

@@ -144,3 +144,49 @@ def test_healed_answer_does_not_repeat_the_typed_text():
     eng.options.token_healing = False
     out = eng.complete(doc, text.index("\n"))
     assert seen["first_allowed"] is None
+
+
+def test_known_names_extending_the_typed_word(engine):
+    text = "total = compute_total(a)\nx = compute_total(b) + compare(c)\ny = comp"
+    healed = engine.prompt_for(text, len(text), len(text), heal=True)[1]
+    healed, typed, names = engine._symbols(text, len(text), healed, None)
+    assert typed == "comp" and names == ["compute_total", "compare"]  # the more frequent first
+    assert engine._symbols(text + "ute", len(text), "", None) is None  # the cursor inside a word
+    assert engine._symbols("x = c", 5, "", None) is None  # one character says too little
+    engine.options.symbol_prior = -1.0
+    try:
+        assert engine._symbols(text, len(text), healed, None) is None  # switched off
+    finally:
+        engine.options.symbol_prior = EngineOptions().symbol_prior
+
+
+@pytest.mark.parametrize("own_lead, expected", [(2.0, "ute_total(x)"), (20.0, "ress(x)")])
+def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(own_lead, expected):
+    """The draft's word (`compress`) against the file's `compute_total`: the known name wins while the model's
+    own word leads by less than symbol_prior nats; the draft then continues after the chosen name."""
+    tok = CodeTokenizer.train(CODE + ["total = compute_total(x)\ny = compress(x)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+
+    class Drafter:
+        def __init__(self):
+            self.net, self.config = net, net.config
+
+        def ar_draft(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None):
+            drafts.append(prompt)  # the first drafts the word; a second continues after a chosen name
+            return tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n")
+
+        def continuation_logprobs(self, prompt, continuations, cache=None):
+            return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
+
+        def generate(self, prompt, init=None, **kw):
+            return [t for t in init if t > 1]  # the draft as the answer
+
+    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False))
+    text = "total = compute_total(x)\ny = comp\n"
+    offset = text.index("comp\n") + 4
+    drafts = []
+    out = eng.complete(SyntaxDocument(text, "python"), offset)
+    assert out is not None and out.text == expected
+    assert len(drafts) == (2 if own_lead < EngineOptions().symbol_prior else 1)
+    if len(drafts) == 2:  # the second draft continued from the prompt plus the name's tokens
+        assert tok.decode(drafts[1][len(drafts[0]) :]) == "ute_total"

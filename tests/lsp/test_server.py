@@ -262,3 +262,27 @@ async def test_every_language(client: LanguageClient, language: str):
     res = await inline(client, uri, end_position(text))
     for item in res.items:
         assert item.range.start == end_position(text)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_parameter_added_to_a_signature_is_passed_on_at_the_calls_below(client: LanguageClient):
+    text = "def fetch(url):\n    return get(url)\n\n\ndef main(url, timeout):\n    return fetch(url)\n"
+    uri = open_doc(client, text)
+    col = len("def fetch(url")
+    for version, ch in enumerate(", timeout", start=2):  # typed key by key, as editors send it
+        pos = types.Position(line=0, character=col)
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=ch)],
+            )
+        )
+        col += 1
+    cursor = types.Position(line=0, character=col)
+    res = await inline(client, uri, cursor)
+    assert len(res.items) == 1
+    item = res.items[0]
+    assert item.range.start == cursor and item.range.end == types.Position(
+        line=5, character=len("    return fetch(url)")
+    )
+    assert item.insert_text == "):\n    return get(url)\n\n\ndef main(url, timeout):\n    return fetch(url, timeout)"

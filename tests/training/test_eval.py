@@ -40,3 +40,32 @@ def test_context_and_edit_cases(tmp_path):
     path, doc, cursor, old, new, expected = cases[0]
     assert (old, new) == ("out", "new_out")
     assert doc[:cursor].endswith("new_out") and expected.count("new_out") == 3 and " out.append" not in expected
+
+
+SIGNATURES = """def fetch(url, timeout):
+    return get(url, timeout)
+
+
+def main(url, timeout):
+    first = fetch(url, timeout)
+    return fetch(url, 5), first
+"""
+
+
+def test_signature_cases_and_their_acceptance(tmp_path):
+    """Typed-back cases remove the parameter from the list and from the calls that pass it on (only those);
+    deleted cases expect every call's argument in that slot gone. The rule accepts both."""
+    from diffill.model.evaluate import run_signature_edits, signature_cases
+
+    for i in range(2):
+        (tmp_path / f"m{i}.py").write_text(SIGNATURES)
+    cases = sorted(signature_cases(str(tmp_path), 2, 0), key=lambda c: c[4])
+    assert len(cases) == 2
+    _, typed_doc, at, typed, deleted, expected = cases[0]
+    assert typed == ", timeout" and deleted == 0 and expected == SIGNATURES
+    assert typed_doc.startswith("def fetch(url):") and "first = fetch(url)\n" in typed_doc
+    assert "fetch(url, 5)" in typed_doc  # a call that gave something else keeps it
+    _, doc, at, typed, deleted, expected = cases[1]
+    assert doc == SIGNATURES and typed == "" and deleted == len(", timeout")
+    assert "first = fetch(url)\n" in expected and "fetch(url), first" in expected
+    assert run_signature_edits(str(tmp_path), 2, 0) == {"cases": 2, "proposed": 1.0, "accepted": 1.0}

@@ -163,3 +163,29 @@ def test_ar_objective_pretrains_on_plain_windows(tmp_path):
     cfg.objective, cfg.total_steps = "fim", 45
     state = train(cfg, SMALL, log=logs.append)
     assert state["step"] == 45 and state["runs"][-1]["config"]["objective"] == "ar"
+
+
+def test_ar_loss_runs_through_the_middle_and_leaves_the_cache_at_the_prompt():
+    """The encoder's next-token loss continues from the prompt into the middle and its EOS (so the AR draft
+    learns where a span ends); pads are not targets; the decoder's cache holds the prompt only."""
+    import torch.nn.functional as F
+    from tiny import random_net, tiny_config
+
+    from diffill.model.fim import EOS, PAD
+    from diffill.model.train import ar_through_middle
+
+    net = random_net(tiny_config(sliding_window=64), seed=3)
+    prompt = torch.tensor([[PAD, PAD, 5, 6, 7, 8, 9, 10]])
+    canvas = torch.tensor([[11, 12, EOS, PAD]])
+    cache = net.new_cache()
+    hidden = net.encode(prompt, cache)
+    loss = ar_through_middle(net, prompt, hidden, canvas, cache)
+    assert cache.length == prompt.shape[1]
+
+    whole = torch.cat([prompt, canvas[:, :-1]], dim=1)  # one causal pass over prompt + middle: the same loss
+    logits = net.head(net.encode(whole, net.new_cache()))[0]
+    targets = torch.cat([prompt[0, 1:], canvas[0]])
+    keep = targets != PAD
+    expected = F.cross_entropy(logits[keep], targets[keep])
+    torch.testing.assert_close(loss, expected, rtol=1e-4, atol=1e-5)
+    assert int(keep.sum()) == 6 + 3  # 5..10 from the prompt, then 11, 12 and EOS

@@ -1,0 +1,399 @@
+"""Inline edits that follow a changed signature: a parameter added to (or dropped from) a function's list is
+passed on (or dropped) at the calls of that function below the cursor.
+
+The syntax tree does the work, not the model: which calls name the function, where their arguments sit and
+whether the caller has a value of that name to pass on (the caller's own parameter or a local it set before
+the call: the "new parameter to pass on" case) are facts of the code. A rule that reads them is instant and
+never invents an argument; the model would only add doubt. A call is left alone when it cannot be read with
+certainty (`*args`/`**kwargs`, spreads, fewer positional arguments than the slot, no value in scope).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .document import SyntaxDocument, count_errors
+
+MAX_LINES = 80  # how far below the cursor calls are followed: the edit is one inline replacement
+CALLS = frozenset({"call", "call_expression", "method_invocation", "function_call"})
+ARGUMENT_LISTS = frozenset({"argument_list", "arguments"})
+VARIADIC = frozenset(
+    {
+        "list_splat_pattern",  # python *args
+        "dictionary_splat_pattern",  # python **kwargs
+        "rest_pattern",  # javascript ...rest
+        "variadic_parameter_declaration",  # go
+        "variadic_parameter",  # rust (extern)
+        "spread_parameter",  # java
+        "spread",  # lua ...
+    }
+)
+WITH_DEFAULT = frozenset({"default_parameter", "typed_default_parameter", "assignment_pattern", "optional_parameter"})
+SPLAT_ARGUMENTS = frozenset({"list_splat", "dictionary_splat", "spread_element", "variadic_argument"})
+RECEIVERS = frozenset({"self", "cls"})
+OBJECTS = frozenset({"self", "cls", "this"})  # how a method calls its class's other methods
+METHODS = frozenset({"method_definition", "method_declaration"})
+CLASS_BODIES = frozenset({"class_body", "declaration_list", "field_declaration_list"})
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    index: int  # position among the positional parameters; -1 for keyword-only and variadic ones
+    has_default: bool
+    keyword_only: bool
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    start: int  # string offset of the function's node: identifies it while its parameter list is edited
+    params_start: int  # string offsets of the parameter list, parentheses included
+    params_end: int
+    params: tuple[Param, ...]
+    receiver: bool  # the first parameter is the object of a method call (python self/cls, rust &self)
+    method: bool  # defined in a class (or with a Go receiver): called as self.f / this.f / cls.f
+    has_errors: bool  # the list does not parse cleanly (typing in progress)
+
+
+@dataclass(frozen=True)
+class SignatureChange:
+    signature: Signature  # as it is now
+    original: tuple[Param, ...]  # the parameters before the user began editing the list
+    added: tuple[Param, ...]
+    removed: tuple[Param, ...]  # as they were, with their old positions
+
+
+def _text(doc: SyntaxDocument, node) -> str:
+    return doc.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _first_identifier(node):
+    if node.type in ("identifier", "self"):
+        return node
+    for child in node.named_children:
+        found = _first_identifier(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _param_names(node) -> list:
+    """Identifier nodes a parameter node declares (Go's `a, b int` declares two)."""
+    if node.type in ("identifier", "self_parameter"):
+        return [node]
+    names = node.children_by_field_name("name")
+    if names:
+        return [n for n in names if n.type == "identifier"] or [_first_identifier(names[0])]
+    for field in ("pattern", "left", "declarator"):
+        sub = node.child_by_field_name(field)
+        if sub is not None:
+            ident = _first_identifier(sub)
+            return [ident] if ident is not None else []
+    ident = _first_identifier(node)
+    return [ident] if ident is not None else []
+
+
+def _function_of(params_node):
+    """(function node, name node) owning a parameter list, or None (lambdas, anonymous functions)."""
+    fn = params_node.parent
+    if fn is None:
+        return None
+    name = fn.child_by_field_name("name") or fn.child_by_field_name("declarator")
+    if name is not None and name.type == "identifier":
+        owner = fn.parent if fn.type == "function_declarator" and fn.parent is not None else fn
+        return owner, name
+    if name is not None and name.type in ("property_identifier", "field_identifier"):
+        return fn, name
+    return None
+
+
+def _is_python_receiver(doc: SyntaxDocument, fn, param) -> bool:
+    """`self`/`cls` as the first parameter of a function defined in a class body."""
+    if doc.language != "python" or param.type != "identifier" or _text(doc, param) not in RECEIVERS:
+        return False
+    body = fn.parent
+    if body is not None and body.type == "decorated_definition":
+        body = body.parent
+    return (
+        body is not None and body.type == "block" and body.parent is not None and body.parent.type == "class_definition"
+    )
+
+
+def _in_class(fn) -> bool:
+    body = fn.parent
+    if body is not None and body.type == "decorated_definition":
+        body = body.parent
+    if body is None:
+        return False
+    if body.type == "block":
+        return body.parent is not None and body.parent.type == "class_definition"
+    return body.type in CLASS_BODIES
+
+
+def read_signature(doc: SyntaxDocument, params_node) -> Signature | None:
+    found = _function_of(params_node)
+    if found is None:
+        return None
+    fn, name_node = found
+    params: list[Param] = []
+    keyword_only = False
+    index = 0
+    receiver = False
+    for child in params_node.named_children:
+        if child.type in ("comment", "positional_separator"):
+            continue
+        if child.type == "keyword_separator":
+            keyword_only = True
+            continue
+        if child.type == "self_parameter" or (not params and not receiver and _is_python_receiver(doc, fn, child)):
+            receiver = True  # obj.f(x): the object is not among the call's arguments
+            continue
+        variadic = child.type in VARIADIC
+        for ident in _param_names(child):
+            positional = not (variadic or keyword_only)
+            params.append(
+                Param(_text(doc, ident), index if positional else -1, child.type in WITH_DEFAULT, keyword_only)
+            )
+            index += positional
+        if child.type == "list_splat_pattern":
+            keyword_only = True  # after *args, python parameters are keyword-only
+    return Signature(
+        name=_text(doc, name_node),
+        start=doc.offset_of_byte(fn.start_byte),
+        params_start=doc.offset_of_byte(params_node.start_byte),
+        params_end=doc.offset_of_byte(params_node.end_byte),
+        params=tuple(params),
+        receiver=receiver,
+        method=receiver or fn.type in METHODS or _in_class(fn),
+        has_errors=params_node.has_error,
+    )
+
+
+def signature_at(doc: SyntaxDocument, offset: int) -> Signature | None:
+    """The named function whose parameter list holds `offset` (its parentheses included), or None."""
+    node = doc.node_at(offset)
+    while node is not None:
+        if node.parent is not None and node.parent.child_by_field_name("parameters") == node:
+            return read_signature(doc, node)
+        node = node.parent
+    return None
+
+
+@dataclass
+class _Session:
+    start: int
+    name: str
+    original: tuple[Param, ...]
+
+
+class SignatureTracker:
+    """Remembers a function's parameters as they were before the user began editing its parameter list."""
+
+    def __init__(self) -> None:
+        self.session: _Session | None = None
+
+    def observe(self, before: str, doc: SyntaxDocument, at: int) -> None:
+        """Called after one change at string offset `at` turned `before` into `doc.text`."""
+        if doc.tree is None:
+            self.session = None
+            return
+        now = signature_at(doc, at)
+        if now is None:
+            self.session = None
+            return
+        if self.session is not None and self.session.start == now.start:
+            return  # still editing the same list: its original stays
+        was = signature_at(SyntaxDocument(before, doc.language), at)  # only when an edit enters a new list
+        if was is None or was.start != now.start or was.has_errors:
+            self.session = None
+            return
+        self.session = _Session(was.start, was.name, was.params)
+
+    def change_at(self, doc: SyntaxDocument, offset: int) -> SignatureChange | None:
+        """Parameters added or removed so far, when the cursor is in the list being edited and it parses."""
+        sess = self.session
+        if sess is None:
+            return None
+        now = signature_at(doc, offset)
+        if now is None or now.start != sess.start or now.name != sess.name or now.has_errors:
+            return None
+        old_names = {p.name for p in sess.original}
+        new_names = {p.name for p in now.params}
+        added = tuple(p for p in now.params if p.name not in old_names)
+        removed = tuple(p for p in sess.original if p.name not in new_names)
+        if not added and not removed:
+            return None
+        if len(added) == 1 and len(removed) == 1 and added[0].index == removed[0].index:
+            return None  # a renamed parameter: the rename tracker carries it into the body
+        return SignatureChange(now, sess.original, added, removed)
+
+
+# ----- call sites -----
+
+
+CALLEE = re.compile(r"^(?:(\w+)\s*(?:\.|->)\s*)?([A-Za-z_]\w*)$")
+
+
+def _calls_it(doc: SyntaxDocument, call, sig: Signature) -> bool:
+    """The call names this function: `f(...)` for a function; `self.f(...)`, `this.f(...)` for a method (and a
+    bare `f(...)` where the language allows it, as Java does). `other.f(...)` may be anything: left alone."""
+    callee = call.child_by_field_name("function")
+    obj = call.child_by_field_name("object")  # java: object.name(...)
+    if callee is None:
+        callee = call.child_by_field_name("name")
+        if callee is None:
+            return False
+        text = (_text(doc, obj) + "." if obj is not None else "") + _text(doc, callee)
+    else:
+        text = _text(doc, callee)
+    m = CALLEE.match(text.strip())
+    if m is None or m.group(2) != sig.name:
+        return False
+    if m.group(1) is None:
+        return not sig.method or doc.language in ("java", "cpp", "c_sharp")
+    return sig.method and (m.group(1) in OBJECTS or doc.language == "go")
+
+
+def _calls(node, lo: int, hi: int, sig: Signature, doc: SyntaxDocument, out: list) -> None:
+    if node.end_byte <= lo or node.start_byte >= hi:
+        return
+    if node.type in CALLS and node.start_byte >= lo and node.end_byte <= hi and _calls_it(doc, node, sig):
+        out.append(node)
+    for child in node.children:
+        _calls(child, lo, hi, sig, doc, out)
+
+
+def calls_of(doc: SyntaxDocument, sig: Signature, lo: int, hi: int) -> list:
+    """Call nodes of the function `sig` inside bytes [lo, hi), in document order."""
+    found: list = []
+    if doc.tree is not None:
+        _calls(doc.tree.root_node, lo, hi, sig, doc, found)
+    return found
+
+
+def _enclosing_function(node):
+    node = node.parent
+    while node is not None:
+        if node.child_by_field_name("parameters") is not None or node.type == "function_definition":
+            return node
+        node = node.parent
+    return None
+
+
+def _bound_in_caller(doc: SyntaxDocument, call, name: str) -> bool:
+    """`name` appears in the calling function before the call (its parameter, or a local it set or used)."""
+    fn = _enclosing_function(call)
+    if fn is None:
+        return False
+    before = doc.source[fn.start_byte : call.start_byte].decode("utf-8", "replace")
+    return re.search(rf"(?<![A-Za-z0-9_.]){re.escape(name)}(?![A-Za-z0-9_])", before) is not None
+
+
+def _call_edits(doc: SyntaxDocument, call, change: SignatureChange) -> list[tuple[int, int, str]]:
+    """(byte start, byte end, new text) for one call; [] when it stays as it is or cannot be read."""
+    args = call.child_by_field_name("arguments")
+    if args is None or args.type not in ARGUMENT_LISTS:
+        return []
+    items = [c for c in args.named_children if c.type != "comment"]
+    if any(c.type in SPLAT_ARGUMENTS for c in items):
+        return []
+    positional = [c for c in items if c.type != "keyword_argument"]
+    keywords = {_text(doc, c.child_by_field_name("name")): c for c in items if c.type == "keyword_argument"}
+    python = doc.language == "python"
+    edits: list[tuple[int, int, str]] = []
+    for p in change.removed:
+        if p.name in keywords:
+            edits.append(_cut(args, items, keywords[p.name]))
+        elif 0 <= p.index < len(positional) and not keywords:
+            edits.append(_cut(args, items, positional[p.index]))
+    for p in change.added:
+        if p.name in keywords or not _bound_in_caller(doc, call, p.name):
+            continue
+        slot = p.index
+        # By keyword where position cannot say it: keyword-only, past the arguments given, or a defaulted
+        # parameter among keyword arguments. Appended after the positional ones otherwise.
+        if p.index < 0 or slot > len(positional) or (p.has_default and keywords):
+            if not python:
+                continue
+            edits.append(_insert_after(doc, args, items, f"{p.name}={p.name}"))
+        elif len(positional) > sum(q.index >= 0 for q in change.original):
+            continue  # the call already gives more arguments than the old list took: it fits the new one
+        elif slot == len(positional):
+            edits.append(_insert_after(doc, args, positional, p.name, before_keywords=items))
+        else:
+            at = positional[slot].start_byte
+            edits.append((at, at, f"{p.name}, "))
+    return edits
+
+
+def _insert_after(doc: SyntaxDocument, args, items: list, text: str, before_keywords: list | None = None):
+    """(start, end, text) inserting `text` as the argument after `items` (first when there is none), in the
+    call's layout: one argument a line stays one a line, a trailing comma stays last."""
+    if items:
+        last = items[-1]
+        nxt = last.next_sibling
+        trailing = nxt is not None and nxt.type == ","
+        one_a_line = _line_of(doc, last.start_byte) > _line_of(doc, (last.prev_sibling or args).start_byte)
+        if one_a_line:
+            line_start = doc.source.rfind(b"\n", 0, last.start_byte) + 1
+            indent = doc.source[line_start : last.start_byte].decode("utf-8", "replace")
+            if not indent.strip():
+                if trailing:
+                    return nxt.end_byte, nxt.end_byte, f"\n{indent}{text},"
+                return last.end_byte, last.end_byte, f",\n{indent}{text}"
+        return last.end_byte, last.end_byte, f", {text}"
+    rest = [c for c in (before_keywords or []) if c.type == "keyword_argument"]
+    if rest:
+        return rest[0].start_byte, rest[0].start_byte, f"{text}, "
+    opening = args.children[0].end_byte if args.children else args.start_byte
+    return opening, opening, text
+
+
+def _line_of(doc: SyntaxDocument, byte: int) -> int:
+    return doc.source.count(b"\n", 0, byte)
+
+
+def _cut(args, items: list, item) -> tuple[int, int, str]:
+    """Remove one argument with the comma that separates it from its neighbour."""
+    k = items.index(item)
+    if k + 1 < len(items):
+        return item.start_byte, items[k + 1].start_byte, ""
+    if k > 0:
+        return items[k - 1].end_byte, item.end_byte, ""
+    closing = args.children[-1].start_byte if args.children else item.end_byte
+    return item.start_byte, closing, ""
+
+
+def follow_signature(doc: SyntaxDocument, offset: int, change: SignatureChange, max_lines: int = MAX_LINES):
+    """(start, end, new text) of the region from the cursor to the last call below it that must follow the
+    changed signature, or None when no call needs a change (or the result would add a syntax error)."""
+    if doc.tree is None:
+        return None
+    text = doc.text
+    limit = offset
+    for _ in range(max_lines):
+        nl = text.find("\n", limit + 1)
+        limit = len(text) if nl < 0 else nl
+        if nl < 0:
+            break
+    lo, hi = doc.byte_offset(offset), doc.byte_offset(limit)
+    calls = calls_of(doc, change.signature, lo, hi)
+    edits = sorted(e for call in calls for e in _call_edits(doc, call, change))
+    if not edits or any(a[1] > b[0] for a, b in zip(edits, edits[1:], strict=False)):
+        return None
+    data = doc.source
+    pieces, pos = [], lo
+    for start, end, new in edits:
+        pieces.append(data[pos:start].decode("utf-8", "replace") + new)
+        pos = end
+    line_end = data.find(b"\n", edits[-1][1])
+    end_byte = len(data) if line_end < 0 else line_end
+    pieces.append(data[pos:end_byte].decode("utf-8", "replace"))
+    replacement = "".join(pieces)
+    end = doc.offset_of_byte(end_byte)
+    edited = text[:offset] + replacement + text[end:]
+    if doc.language and count_errors(doc.language, edited) > count_errors(doc.language, text):
+        return None
+    return offset, end, replacement

@@ -1,0 +1,181 @@
+"""Signature edits: a parameter added to or dropped from a function's list is carried to the calls below.
+
+Golden cases: (document before, the change typed into the parameter list, expected document after the edit).
+"""
+
+import pytest
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.signatures import SignatureTracker, follow_signature, signature_at
+
+
+def type_into(text: str, at: int, typed: str, language: str = "python", delete: int = 0):
+    """Types `typed` (after deleting `delete` characters) at `at` key by key, as an editor sends changes."""
+    doc = SyntaxDocument(text, language)
+    tracker = SignatureTracker()
+    for _ in range(delete):
+        before = doc.text
+        doc.replace_range(at - 1, at, "")
+        at -= 1
+        tracker.observe(before, doc, at)
+    for ch in typed:
+        before = doc.text
+        doc.replace_range(at, at, ch)
+        tracker.observe(before, doc, at)
+        at += 1
+    return doc, tracker, at
+
+
+def follow(doc, tracker, at):
+    change = tracker.change_at(doc, at)
+    if change is None:
+        return None
+    found = follow_signature(doc, at, change)
+    if found is None:
+        return None
+    start, end, new = found
+    assert start == at  # the edit starts at the cursor, as inline completions do
+    return doc.text[:start] + new + doc.text[end:]
+
+
+PY = """def fetch(url, retries):
+    if retries:
+        return fetch(url, retries - 1)
+    return get(url)
+
+
+def main(url, timeout):
+    data = fetch(url, 3)
+    again = fetch(url, retries=2)
+    return data
+
+
+def other(url):
+    return fetch(url, 1)
+"""
+
+
+def test_added_parameter_is_passed_on_where_the_caller_has_it():
+    doc, tracker, at = type_into(PY, PY.index("retries)") + len("retries"), ", timeout")
+    after = follow(doc, tracker, at)
+    assert after == PY.replace("def fetch(url, retries)", "def fetch(url, retries, timeout)").replace(
+        "fetch(url, retries - 1)",
+        "fetch(url, retries - 1, timeout)",  # recursive call: its own parameter
+    ).replace("fetch(url, 3)", "fetch(url, 3, timeout)").replace(
+        "fetch(url, retries=2)",
+        "fetch(url, retries=2, timeout=timeout)",  # after a keyword: by keyword
+    )  # other() has no timeout to pass: its call is left alone
+
+
+def test_added_parameter_with_a_default_goes_by_position_unless_keywords_are_used():
+    """As real code passes them (measured on the stdlib cases of `bench edits`)."""
+    doc, tracker, at = type_into(PY, PY.index("retries)") + len("retries"), ", timeout=None")
+    after = follow(doc, tracker, at)
+    assert "fetch(url, 3, timeout)" in after
+    assert "fetch(url, retries - 1, timeout)" in after
+    assert "fetch(url, retries=2, timeout=timeout)" in after
+    assert "fetch(url, 1)" in after
+
+
+def test_one_argument_a_line_layout_is_kept():
+    src = "def make(a, b):\n    c = 1\n    return make(\n        a,\n        b,\n    ) + make(a,\n             b)\n"
+    doc, tracker, at = type_into(src, src.index("b)") + 1, ", c")
+    after = follow(doc, tracker, at)
+    assert "make(\n        a,\n        b,\n        c,\n    )" in after
+    assert "make(a,\n             b,\n             c)" in after
+
+
+def test_added_parameter_in_the_middle_goes_in_its_slot():
+    doc, tracker, at = type_into(PY, PY.index("url, retries)") + len("url"), ", timeout")
+    after = follow(doc, tracker, at)
+    assert "fetch(url, timeout, 3)" in after and "fetch(url, timeout, retries - 1)" in after
+    assert "fetch(url, timeout, retries=2)" in after
+
+
+def test_removed_parameter_is_dropped_from_the_calls():
+    at = PY.index(", retries)") + len(", retries")
+    doc, tracker, at = type_into(PY, at, "", delete=len(", retries"))
+    after = follow(doc, tracker, at)
+    assert "def fetch(url):" in after
+    assert "return fetch(url)\n" in after and "data = fetch(url)\n" in after and "again = fetch(url)\n" in after
+    assert after.count("fetch(url)") == 5  # def, the recursive call, main's two calls, other's call
+
+
+def test_renamed_parameter_is_left_to_the_rename_tracker():
+    at = PY.index("retries)") + len("retries")
+    doc, tracker, at = type_into(PY, at, "count", delete=len("retries"))
+    assert tracker.change_at(doc, at) is None
+
+
+def test_method_calls_skip_self_and_unreadable_calls_are_left_alone():
+    src = """class Client:
+    def send(self, data):
+        return self.send(data)
+
+    def flush(self, data, block):
+        self.send(data)
+        self.send(*data)
+"""
+    doc, tracker, at = type_into(src, src.index("data):") + len("data"), ", block")
+    after = follow(doc, tracker, at)
+    assert "return self.send(data, block)" in after  # its own new parameter
+    assert "        self.send(data, block)\n" in after  # flush has a block to pass
+    assert "self.send(*data)" in after  # a splat: positions unknown
+
+
+def test_no_call_needs_a_change_gives_no_edit():
+    src = "def f(a):\n    return a\n\n\ndef g():\n    return f(1)\n"
+    doc, tracker, at = type_into(src, src.index("a)"), "b, ")
+    assert tracker.change_at(doc, at) is not None
+    assert follow(doc, tracker, at) is None  # g has no b
+
+
+@pytest.mark.parametrize(
+    "language, src, at_after, typed, expected",
+    [
+        (
+            "javascript",
+            "function load(path) {\n  return load(path);\n}\nfunction main(path, opts) {\n  load(path);\n}\n",
+            "load(path",
+            ", opts",
+            "function load(path, opts) {\n  return load(path, opts);\n}\nfunction main(path, opts) {\n  load(path, opts);\n}\n",
+        ),
+        (
+            "go",
+            "package m\n\nfunc load(path string) int {\n\treturn 1\n}\n\nfunc main2(path string, n int) {\n\tload(path)\n}\n",
+            "load(path string",
+            ", n int",
+            "package m\n\nfunc load(path string, n int) int {\n\treturn 1\n}\n\nfunc main2(path string, n int) {\n\tload(path, n)\n}\n",
+        ),
+    ],
+)
+def test_other_languages_pass_new_parameters_by_position(language, src, at_after, typed, expected):
+    doc, tracker, at = type_into(src, src.index(at_after) + len(at_after), typed, language)
+    assert follow(doc, tracker, at) == expected
+
+
+def test_session_starts_in_a_parameter_list_and_ends_outside_it():
+    doc, tracker, at = type_into(PY, PY.index("retries)") + len("retries"), ", t")
+    assert tracker.session is not None and tracker.session.name == "fetch"
+    assert [p.name for p in tracker.session.original] == ["url", "retries"]  # as it was before typing
+    body = doc.text.index("return get")
+    before = doc.text
+    doc.replace_range(body, body, "x")
+    tracker.observe(before, doc, body)
+    assert tracker.session is None
+
+
+def test_signature_at_reads_defaults_keyword_only_and_variadics():
+    src = "class A:\n    def f(self, a, b=1, *args, c, d=2, **kw):\n        pass\n"
+    doc = SyntaxDocument(src, "python")
+    sig = signature_at(doc, src.index("a, b"))
+    assert sig.name == "f" and sig.receiver
+    assert [(p.name, p.index, p.has_default, p.keyword_only) for p in sig.params] == [
+        ("a", 0, False, False),
+        ("b", 1, True, False),
+        ("args", -1, False, False),
+        ("c", -1, False, True),
+        ("d", -1, True, True),
+        ("kw", -1, False, True),
+    ]
+    assert signature_at(doc, src.index("pass")) is None
