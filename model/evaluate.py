@@ -209,24 +209,30 @@ def _in_function(before: str, after_lines: list[str]) -> list[str]:
     return after_lines
 
 
-def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, str, str]]:
-    """(path, document, cursor, old, new, expected) rename pairs from real code: a local name assigned in a
-    function and used again within the next lines is renamed where it is assigned; the expected edit renames
-    its later uses too."""
-    import re
-
-    rng = random.Random(seed)
-    assign = re.compile(r"^(\s+)([a-z_][a-z0-9_]{2,})\s*=[^=]", re.M)
-    cases = []
-    for path in _files(Path(root), rng):
-        if len(cases) >= n:
-            break
+def _python_sources(root: str, seed: int, max_chars: int = 0):
+    """(path, text) of the readable Python files under `root`, in a seeded random order."""
+    for path in _files(Path(root), random.Random(seed)):
         if path.suffix != ".py":
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        if not max_chars or len(text) <= max_chars:
+            yield path, text
+
+
+def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, str, str]]:
+    """(path, document, cursor, old, new, expected) rename pairs from real code: a local name assigned in a
+    function and used again within the next lines is renamed where it is assigned; the expected edit renames
+    its later uses too."""
+    import re
+
+    assign = re.compile(r"^(\s+)([a-z_][a-z0-9_]{2,})\s*=[^=]", re.M)
+    cases = []
+    for path, text in _python_sources(root, seed):
+        if len(cases) >= n:
+            break
         for m in assign.finditer(text):
             old = m.group(2)
             start = m.start(2)
@@ -312,19 +318,10 @@ def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, s
     from diffill.infill.document import SyntaxDocument
     from diffill.infill.signatures import MAX_LINES, calls_of, signature_at
 
-    rng = random.Random(seed)
     cases: list[tuple[str, str, int, str, int, str]] = []
-    for path in _files(Path(root), rng):
+    for path, text in _python_sources(root, seed, max_chars=100_000):
         if len(cases) >= n:
             break
-        if path.suffix != ".py":
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if len(text) > 100_000:
-            continue
         doc = SyntaxDocument(text, "python")
         if doc.tree is None:
             continue

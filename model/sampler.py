@@ -127,6 +127,19 @@ def restrict_first(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     return torch.cat([first, logits[:, 1:]], dim=1)
 
 
+def _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel):
+    """One decoder pass over canvas `x` (after a cancel check), pinned positions forced to their ids and the
+    first token restricted to `first_allowed`."""
+    if cancel is not None and cancel():
+        raise Cancelled()
+    logits = model.decode(x, cache, prev_logits, positions)
+    if pin_mask is not None:
+        logits = pin_logits(logits, pin_mask, pin_ids)
+    if first_allowed is not None:
+        logits = restrict_first(logits, first_allowed)
+    return logits
+
+
 def denoise_canvas(
     model: DiffusionGemma,
     cache: KVCache,
@@ -164,14 +177,8 @@ def denoise_canvas(
     argmax = x
     steps = 0
     for n in range(total, 0, -1):
-        if cancel is not None and cancel():
-            raise Cancelled()
-        logits = model.decode(x, cache, prev_logits, positions)
+        logits = _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel)
         steps += 1
-        if pin_mask is not None:
-            logits = pin_logits(logits, pin_mask, pin_ids)
-        if first_allowed is not None:
-            logits = restrict_first(logits, first_allowed)
         last_logits = logits
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
@@ -234,14 +241,8 @@ def refine_canvas(
     probs = None
     steps = 0
     for _ in range(max(1, cfg.max_denoising_steps)):
-        if cancel is not None and cancel():
-            raise Cancelled()
-        logits = model.decode(x, cache, prev_logits, positions)
+        logits = _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel)
         steps += 1
-        if pin_mask is not None:
-            logits = pin_logits(logits, pin_mask, pin_ids)
-        if first_allowed is not None:
-            logits = restrict_first(logits, first_allowed)
         probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
         best_p, best = probs.max(dim=-1)
         change = (best != x) & (best_p - probs.gather(-1, x.unsqueeze(-1)).squeeze(-1) > cfg.draft_margin)
