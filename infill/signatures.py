@@ -194,18 +194,22 @@ class SignatureTracker:
     def __init__(self) -> None:
         self.session: _Session | None = None
 
-    def observe(self, before: str, doc: SyntaxDocument, at: int) -> None:
-        """Called after one change at string offset `at` turned `before` into `doc.text`."""
-        if doc.tree is None:
-            self.session = None
-            return
-        now = signature_at(doc, at)
+    def before_change(self, doc: SyntaxDocument, at: int) -> Signature | None:
+        """Called before a change at string offset `at` is applied: the list as it is now (from the current
+        tree, no parse) when the change lands in one and starts a new session, else None."""
+        was = signature_at(doc, at)
+        if was is None or (self.session is not None and self.session.start == was.start):
+            return None
+        return was
+
+    def observe(self, was: Signature | None, doc: SyntaxDocument, at: int) -> None:
+        """Called after the change: `was` is what `before_change` returned for it."""
+        now = signature_at(doc, at) if doc.tree is not None else None
         if now is None:
             self.session = None
             return
         if self.session is not None and self.session.start == now.start:
             return  # still editing the same list: its original stays
-        was = signature_at(SyntaxDocument(before, doc.language), at)  # only when an edit enters a new list
         if was is None or was.start != now.start or was.has_errors:
             self.session = None
             return
@@ -283,12 +287,23 @@ def _enclosing_function(node):
 
 
 def _bound_in_caller(doc: SyntaxDocument, call, name: str) -> bool:
-    """`name` appears in the calling function before the call (its parameter, or a local it set or used)."""
+    """`name` appears in the calling function before the call (its parameter, or a local it set or used), not
+    only as the keyword of some other call's argument (`g(timeout=5)` binds nothing)."""
     fn = _enclosing_function(call)
     if fn is None:
         return False
-    before = doc.source[fn.start_byte : call.start_byte].decode("utf-8", "replace")
-    return re.search(rf"(?<![A-Za-z0-9_.]){re.escape(name)}(?![A-Za-z0-9_])", before) is not None
+    params = fn.child_by_field_name("parameters")
+    if params is not None:
+        declared = [_text(doc, i) for c in params.named_children for i in _param_names(c) if i is not None]
+        if name in declared:
+            return True
+    body_start = params.end_byte if params is not None else fn.start_byte
+    before = doc.source[body_start : call.start_byte].decode("utf-8", "replace")
+    for m in re.finditer(rf"(?<![A-Za-z0-9_.]){re.escape(name)}(?![A-Za-z0-9_])", before):
+        keyword = re.match(r"\s*=(?!=)", before[m.end() :]) and before[: m.start()].rstrip().endswith(("(", ","))
+        if not keyword:
+            return True
+    return False
 
 
 def _call_edits(doc: SyntaxDocument, call, change: SignatureChange) -> list[tuple[int, int, str]]:

@@ -268,11 +268,12 @@ class DiffillServer(LanguageServer):
                     r = change.range
                     before = state.doc.text
                     at = state.doc.offset_at(r.start.line, r.start.character, self.encoding)
+                    signature = _guarded(state.signatures.before_change, state.doc, at)
                     state.doc.apply_change(
                         r.start.line, r.start.character, r.end.line, r.end.character, change.text, self.encoding
                     )
                     _guarded(state.renames.observe, before, state.doc.text, at)
-                    _guarded(state.signatures.observe, before, state.doc, at)
+                    _guarded(state.signatures.observe, signature, state.doc, at)
                 else:
                     state.doc.replace_all(change.text)
                     state.renames.session = None
@@ -504,10 +505,11 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _guarded(fn: Any, *args: Any) -> None:
+def _guarded(fn: Any, *args: Any) -> Any:
     """Runs a side feature of an edit (rename tracking, recent edits): its failure must never cost the edit itself,
-    nor the later changes of the same notification (which the text-sync `try` above would skip)."""
+    nor the later changes of the same notification (which the text-sync `try` above would skip). None if it fails."""
     try:
-        fn(*args)
+        return fn(*args)
     except Exception:
         log.exception("%s failed; the edit itself is kept", getattr(fn, "__qualname__", fn))
+        return None

@@ -418,10 +418,10 @@ def run_signature_edits(root: str, n: int = 50, seed: int = 0) -> dict:
     for _path, text, at, typed, deleted, expected in cases:
         doc = SyntaxDocument(text, "python")
         tracker = SignatureTracker()
-        before = doc.text
+        was = tracker.before_change(doc, at - deleted)
         doc.replace_range(at - deleted, at, typed)
         cursor = at - deleted + len(typed)
-        tracker.observe(before, doc, at - deleted)
+        tracker.observe(was, doc, at - deleted)
         change = tracker.change_at(doc, cursor)
         found = follow_signature(doc, cursor, change) if change is not None else None
         if found is None:

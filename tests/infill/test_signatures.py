@@ -14,14 +14,14 @@ def type_into(text: str, at: int, typed: str, language: str = "python", delete: 
     doc = SyntaxDocument(text, language)
     tracker = SignatureTracker()
     for _ in range(delete):
-        before = doc.text
+        was = tracker.before_change(doc, at - 1)
         doc.replace_range(at - 1, at, "")
         at -= 1
-        tracker.observe(before, doc, at)
+        tracker.observe(was, doc, at)
     for ch in typed:
-        before = doc.text
+        was = tracker.before_change(doc, at)
         doc.replace_range(at, at, ch)
-        tracker.observe(before, doc, at)
+        tracker.observe(was, doc, at)
         at += 1
     return doc, tracker, at
 
@@ -159,9 +159,9 @@ def test_session_starts_in_a_parameter_list_and_ends_outside_it():
     assert tracker.session is not None and tracker.session.name == "fetch"
     assert [p.name for p in tracker.session.original] == ["url", "retries"]  # as it was before typing
     body = doc.text.index("return get")
-    before = doc.text
+    was = tracker.before_change(doc, body)
     doc.replace_range(body, body, "x")
-    tracker.observe(before, doc, body)
+    tracker.observe(was, doc, body)
     assert tracker.session is None
 
 
@@ -179,3 +179,10 @@ def test_signature_at_reads_defaults_keyword_only_and_variadics():
         ("kw", -1, False, True),
     ]
     assert signature_at(doc, src.index("pass")) is None
+
+
+def test_a_keyword_of_another_call_is_no_value_to_pass_on():
+    src = "def f(a):\n    return a\n\n\ndef g(x):\n    h(x, timeout=5)\n    return f(x)\n"
+    doc, tracker, at = type_into(src, src.index("a)"), "timeout, ")
+    assert tracker.change_at(doc, at) is not None
+    assert follow(doc, tracker, at) is None  # g never had a timeout of its own
