@@ -113,12 +113,7 @@ def _is_python_receiver(doc: SyntaxDocument, fn, param) -> bool:
     """`self`/`cls` as the first parameter of a function defined in a class body."""
     if doc.language != "python" or param.type != "identifier" or _text(doc, param) not in RECEIVERS:
         return False
-    body = fn.parent
-    if body is not None and body.type == "decorated_definition":
-        body = body.parent
-    return (
-        body is not None and body.type == "block" and body.parent is not None and body.parent.type == "class_definition"
-    )
+    return _in_class(fn)
 
 
 def _in_class(fn) -> bool:

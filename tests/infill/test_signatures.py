@@ -147,6 +147,45 @@ def test_no_call_needs_a_change_gives_no_edit():
             ", n int",
             "package m\n\nfunc load(path string, n int) int {\n\treturn 1\n}\n\nfunc main2(path string, n int) {\n\tload(path, n)\n}\n",
         ),
+        (
+            "typescript",  # a method: this.load follows, other.load may be another class's
+            "class A {\n  load(path: string) {\n    return 1;\n  }\n  run(path: string, o: number) {\n"
+            "    this.load(path);\n    other.load(path);\n  }\n}\n",
+            "load(path: string",
+            ", o: number",
+            "class A {\n  load(path: string, o: number) {\n    return 1;\n  }\n  run(path: string, o: number) {\n"
+            "    this.load(path, o);\n    other.load(path);\n  }\n}\n",
+        ),
+        (
+            "rust",
+            "fn load(path: &str) -> i32 {\n    1\n}\nfn run(path: &str, n: i32) {\n    load(path);\n}\n",
+            "load(path: &str",
+            ", n: i32",
+            "fn load(path: &str, n: i32) -> i32 {\n    1\n}\nfn run(path: &str, n: i32) {\n    load(path, n);\n}\n",
+        ),
+        (
+            "java",  # java methods are called bare or through this
+            "class A {\n  int load(String p) {\n    return 1;\n  }\n  void run(String p, int n) {\n    load(p);\n"
+            "    this.load(p);\n  }\n}\n",
+            "load(String p",
+            ", int n",
+            "class A {\n  int load(String p, int n) {\n    return 1;\n  }\n  void run(String p, int n) {\n"
+            "    load(p, n);\n    this.load(p, n);\n  }\n}\n",
+        ),
+        (
+            "c",
+            "int load(char *p) {\n  return 1;\n}\nvoid run(char *p, int n) {\n  load(p);\n}\n",
+            "load(char *p",
+            ", int n",
+            "int load(char *p, int n) {\n  return 1;\n}\nvoid run(char *p, int n) {\n  load(p, n);\n}\n",
+        ),
+        (
+            "lua",
+            "local function load(p)\n  return 1\nend\nlocal function run(p, n)\n  load(p)\nend\n",
+            "load(p",
+            ", n",
+            "local function load(p, n)\n  return 1\nend\nlocal function run(p, n)\n  load(p, n)\nend\n",
+        ),
     ],
 )
 def test_other_languages_pass_new_parameters_by_position(language, src, at_after, typed, expected):
