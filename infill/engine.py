@@ -61,6 +61,7 @@ class EngineOptions:
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
 IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
@@ -140,16 +141,26 @@ class CompletionEngine:
         return ids
 
     def _symbols(self, text: str, offset: int, healed: str, path: str | None) -> tuple[str, str, list[str]] | None:
-        """(healed text, typed word, known names that extend the word) when the cursor ends a word of two or
-        more characters, or None. Known: used in the file around the cursor (most frequent first), or defined in
-        another file of the workspace."""
-        if self.options.symbol_prior < 0:
+        """(healed text, typed word, known names that extend it), or None. Known names: after `obj.`, the
+        attributes the file uses on `obj` (most frequent first); after a word of two or more characters, the
+        names that start with it in the file around the cursor (most frequent first), then the definitions of
+        other workspace files. (`healed` and the typed word both end the text at the cursor, so the candidate
+        text after the prompt is `healed + name[len(typed):]`.)"""
+        if self.options.symbol_prior < 0 or WORD_HEAD.match(text, offset).group(0):
             return None
         m = IDENT_TAIL.search(text, max(0, offset - 64), offset)
         typed = m.group(0) if m else ""
-        if len(typed) < 2 or not typed.endswith(healed.lstrip()) or WORD_HEAD.match(text, offset).group(0):
+        start = offset - len(typed)
+        window = text[max(0, offset - SYMBOL_WINDOW) : start] + " " + text[offset : offset + SYMBOL_WINDOW // 4]
+        if not typed:
+            owner = ATTRIBUTE_OWNER.search(text, max(0, offset - 64), offset)
+            if owner is None:
+                return None
+            used = re.findall(rf"(?<![\w.]){re.escape(owner.group(1))}\.([A-Za-z_]\w*)", window)
+            names = [w for w, _ in Counter(used).most_common(MAX_SYMBOLS)]
+            return (healed, typed, names) if names else None
+        if len(typed) < 2:
             return None
-        window = text[max(0, offset - SYMBOL_WINDOW) : m.start()] + " " + text[offset : offset + SYMBOL_WINDOW // 4]
         near = Counter(w for w in IDENT.findall(window) if w.startswith(typed) and w != typed)
         names = [w for w, _ in near.most_common(MAX_SYMBOLS)]
         if self.workspace is not None:

@@ -153,6 +153,9 @@ def test_known_names_extending_the_typed_word(engine):
     assert typed == "comp" and names == ["compute_total", "compare"]  # the more frequent first
     assert engine._symbols(text + "ute", len(text), "", None) is None  # the cursor inside a word
     assert engine._symbols("x = c", 5, "", None) is None  # one character says too little
+    attrs = "self.count = 0\nself.name = n\nprint(self.count, other.size)\nself."
+    assert engine._symbols(attrs, len(attrs), "", None) == ("", "", ["count", "name"])  # what the file uses on self
+    assert engine._symbols("x = y.", 6, "", None) is None  # nothing known about y
     engine.options.symbol_prior = -1.0
     try:
         assert engine._symbols(text, len(text), healed, None) is None  # switched off
