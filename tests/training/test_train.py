@@ -74,8 +74,10 @@ def test_losses_fall_resume_and_export(tmp_path):
     # The state says what the latest run used (the daemon reads it) and keeps the earlier settings.
     assert state2["config"]["total_steps"] == 70
     assert state2["runs"] == [{"from_step": 60, "config": {**state2["config"], "total_steps": 60}}]
-    export(tmp_path / "run", tmp_path / "weights", sampler={"diffill_min_confidence": 0.25})
+    card = {"diffill_min_confidence": 0.25, "diffill_draft_margin": 0.6}
+    export(tmp_path / "run", tmp_path / "weights", sampler=card)
     model = DiffusionModel.from_pretrained(tmp_path / "weights", dtype="float32")
+    assert model.sampler.draft_margin == 0.6  # the card's keep-the-draft margin reaches the sampler
     assert (tmp_path / "weights" / "tokenizer.json").exists() and (tmp_path / "weights" / "DATA.md").exists()
     assert model.sampler.max_denoising_steps == 8
     assert len(model.generate([2, 5, 6], max_new_tokens=8, seed=0, trim=False)) == 8
