@@ -484,7 +484,8 @@ def context_cases(root: str, n: int, seed: int) -> list[Case]:
 def run_context(
     root: str, n: int = 40, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
 ) -> dict:
-    """Exact match on cross-file cases with and without workspace context in the prompt."""
+    """Exact match and the right name on cross-file cases: the model alone, with known names from the
+    workspace, and with those plus the definitions as prompt context."""
     from diffill.infill.document import SyntaxDocument
     from diffill.infill.engine import CompletionEngine, EngineOptions
     from diffill.infill.languages import language_for
@@ -497,8 +498,11 @@ def run_context(
     index = WorkspaceIndex([root])
     index.scan()
     summary: dict = {"cases": len(cases), "trained_with_context": loaded.trained_with_context}
-    for label, budget in (("without", 0), ("with", 96)):
-        options = EngineOptions(steps=steps, context_tokens=budget, draft=loaded.draft, line_canvas_length=16)
+    # The model alone; with known names (workspace definitions extending the typed word, ranked by the model);
+    # with known names and the definitions packed into the prompt as context (what the daemon does).
+    for label, budget, prior in (("alone", 0, -1.0), ("names", 0, None), ("context", 96, None)):
+        extra = {} if prior is None else {"symbol_prior": prior}
+        options = EngineOptions(steps=steps, context_tokens=budget, draft=loaded.draft, line_canvas_length=16, **extra)
         engine = CompletionEngine(loaded.model, loaded.tokenizer, options)  # as the daemon sets it up
         engine.workspace = index
         exact = name_ok = 0
@@ -510,12 +514,12 @@ def run_context(
             name = case.truth.split("(")[0]
             name_ok += answer.startswith(name)
         k = max(1, len(cases))
-        summary[f"exact_{label}_context"] = round(exact / k, 4)
-        summary[f"name_{label}_context"] = round(name_ok / k, 4)
+        summary[f"exact_{label}"] = round(exact / k, 4)
+        summary[f"name_{label}"] = round(name_ok / k, 4)
     out(
-        f"context probe root={root} cases={len(cases)}: exact {summary['exact_without_context']:.3f} without, "
-        f"{summary['exact_with_context']:.3f} with context; right name {summary['name_without_context']:.3f} / "
-        f"{summary['name_with_context']:.3f}"
+        f"context probe root={root} cases={len(cases)}: exact {summary['exact_alone']:.3f} model alone, "
+        f"{summary['exact_names']:.3f} with known names, {summary['exact_context']:.3f} with names and context; "
+        f"right name {summary['name_alone']:.3f} / {summary['name_names']:.3f} / {summary['name_context']:.3f}"
     )
     out(json.dumps(summary))
     return summary
