@@ -7,9 +7,9 @@ Measured on this machine (CPU, torch 2.13; logits over a 32-token canvas, second
 | tiny random (logit std 0.4) | int8 | 0.166 | 0.047 | 96.9 % | 0.35, 0.10, 90 % |
 | tiny random | int4 (groups 64/32) | 1.009 | 0.524 | 84.4 % | 2.0, 0.8, 60 % |
 | tiny random | fp8 | 0.739 | 0.209 | 93.8 % | 1.5, 0.45, 75 % |
-| embedded (2,771 steps) | int8 | 0.049 | 0.0061 | 100 % | 0.1, 0.012, 100 % |
-| embedded | int4 (group 128) | 0.713 | 0.0998 | 100 % | 1.5, 0.2, 95 % |
-| embedded | fp8 | 0.176 | 0.0305 | 100 % | 0.35, 0.06, 95 % |
+| embedded (6.2M, 6,400 steps) | int8 | 0.343 | 0.0207 | 100 % | 0.5, 0.03, 100 % |
+| embedded | int4 (group 128) | 2.103 | 0.286 | 96.9 % | 3.0, 0.4, 95 % |
+| embedded | fp8 | 0.457 | 0.046 | 100 % | 0.7, 0.07, 95 % |
 
 A random model is far more fragile than a trained one (near-uniform logits, near-tie attention with scaling 1.0
 over q/k-normed heads), so its int4 / fp8 bounds are loose: they catch layout bugs (a wrong nibble order or
@@ -60,10 +60,11 @@ def test_tiny_random_model(scheme):
     assert max_err <= max_tol and rel <= rel_tol and top1 >= top1_tol, (max_err, rel, top1)
 
 
-# Tolerances about twice the errors measured on the shipped weights (2,771 steps); retrained weights move them.
-# Measured on the shipped weights (6.2M parameters, Nov 2026): int8 max 0.116 / rel 0.011 / top-1 1.000,
-# int4 1.52 / 0.178 / 0.969, fp8 0.367 / 0.037 / 0.969. Tolerances leave some room above those.
-EMBEDDED_TOL = {"int8": (0.15, 0.015, 1.0), "int4": (2.0, 0.22, 0.95), "fp8": (0.45, 0.05, 0.95)}
+# Tolerances about 1.5x the errors measured on the shipped weights; retrained weights move them (the 3,400-step
+# weights: int8 0.116 / 0.011, int4 1.52 / 0.178, fp8 0.367 / 0.037; the 6,400-step ones, trained longer at a
+# higher learning rate, have sharper logits: int8 0.343 / 0.0207 / top-1 1.000, int4 2.10 / 0.286 / 0.969,
+# fp8 0.457 / 0.046 / 1.000).
+EMBEDDED_TOL = {"int8": (0.5, 0.03, 1.0), "int4": (3.0, 0.4, 0.95), "fp8": (0.7, 0.07, 0.95)}
 
 
 @pytest.fixture(scope="module")
