@@ -111,18 +111,23 @@ def scope_end(doc, offset: int) -> int | None:
     return None if node is None else doc.offset_of_byte(node.end_byte)
 
 
+def lines_below(text: str, offset: int, max_lines: int) -> int:
+    """String offset of the end of the `max_lines`-th line below `offset` (the text's end if it comes first)."""
+    limit = offset
+    for _ in range(max_lines):
+        nl = text.find("\n", limit + 1)
+        if nl < 0:
+            return len(text)
+        limit = nl
+    return limit
+
+
 def find_region(
     text: str, offset: int, old: str, max_lines: int = MAX_REGION_LINES, limit_at: int | None = None
 ) -> EditRegion | None:
     """The text from the cursor to the end of the last line (within `max_lines`, and before `limit_at`, the end
     of the enclosing scope) that still uses `old`."""
-    limit = offset
-    for _ in range(max_lines):
-        nl = text.find("\n", limit + 1)
-        if nl < 0:
-            limit = len(text)
-            break
-        limit = nl
+    limit = lines_below(text, offset, max_lines)
     if limit_at is not None:
         limit = min(limit, limit_at)
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")

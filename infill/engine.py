@@ -20,12 +20,12 @@ from diffill.model.sampler import Cancelled
 from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
-from .context import RecentEdits
+from .context import IDENT_TAIL, RecentEdits
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .postprocess import postprocess
 from .spans import select_span
-from .workspace import WorkspaceIndex
+from .workspace import IDENT, WorkspaceIndex
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
 
@@ -60,11 +60,9 @@ class EngineOptions:
 
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
-IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .document import SyntaxDocument, count_errors
+from .edits import FUNCTION_SCOPES, lines_below
 
 MAX_LINES = 80  # how far below the cursor calls are followed: the edit is one inline replacement
 CALLS = frozenset({"call", "call_expression", "method_invocation", "function_call"})
@@ -274,11 +275,9 @@ def calls_of(doc: SyntaxDocument, sig: Signature, lo: int, hi: int) -> list:
 
 def _enclosing_function(node):
     node = node.parent
-    while node is not None:
-        if node.child_by_field_name("parameters") is not None or node.type == "function_definition":
-            return node
+    while node is not None and node.type not in FUNCTION_SCOPES:
         node = node.parent
-    return None
+    return node
 
 
 def _bound_in_caller(doc: SyntaxDocument, call, name: str) -> bool:
@@ -301,16 +300,33 @@ def _bound_in_caller(doc: SyntaxDocument, call, name: str) -> bool:
     return False
 
 
-def _call_edits(doc: SyntaxDocument, call, change: SignatureChange) -> list[tuple[int, int, str]]:
-    """(byte start, byte end, new text) for one call; [] when it stays as it is or cannot be read."""
+@dataclass(frozen=True)
+class CallArguments:
+    node: object  # the argument list node
+    items: list  # its arguments, comments left out
+    positional: list
+    keywords: dict  # keyword -> argument node (python `name=value`)
+
+
+def read_arguments(doc: SyntaxDocument, call) -> CallArguments | None:
+    """A call's arguments, or None when they cannot be read with certainty (no plain list, splats, spreads)."""
     args = call.child_by_field_name("arguments")
     if args is None or args.type not in ARGUMENT_LISTS:
-        return []
+        return None
     items = [c for c in args.named_children if c.type != "comment"]
     if any(c.type in SPLAT_ARGUMENTS for c in items):
-        return []
+        return None
     positional = [c for c in items if c.type != "keyword_argument"]
     keywords = {_text(doc, c.child_by_field_name("name")): c for c in items if c.type == "keyword_argument"}
+    return CallArguments(args, items, positional, keywords)
+
+
+def _call_edits(doc: SyntaxDocument, call, change: SignatureChange) -> list[tuple[int, int, str]]:
+    """(byte start, byte end, new text) for one call; [] when it stays as it is or cannot be read."""
+    read = read_arguments(doc, call)
+    if read is None:
+        return []
+    args, items, positional, keywords = read.node, read.items, read.positional, read.keywords
     python = doc.language == "python"
     edits: list[tuple[int, int, str]] = []
     for p in change.removed:
@@ -382,13 +398,7 @@ def follow_signature(doc: SyntaxDocument, offset: int, change: SignatureChange, 
     if doc.tree is None:
         return None
     text = doc.text
-    limit = offset
-    for _ in range(max_lines):
-        nl = text.find("\n", limit + 1)
-        limit = len(text) if nl < 0 else nl
-        if nl < 0:
-            break
-    lo, hi = doc.byte_offset(offset), doc.byte_offset(limit)
+    lo, hi = doc.byte_offset(offset), doc.byte_offset(lines_below(text, offset, max_lines))
     calls = calls_of(doc, change.signature, lo, hi)
     edits = sorted(e for call in calls for e in _call_edits(doc, call, change))
     if not edits or any(a[1] > b[0] for a, b in zip(edits, edits[1:], strict=False)):

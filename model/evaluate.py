@@ -316,6 +316,7 @@ def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, s
     touches no other call); half delete it (the expected edit drops the argument in its slot, or by keyword,
     from every call in the window)."""
     from diffill.infill.document import SyntaxDocument
+    from diffill.infill.edits import lines_below
     from diffill.infill.signatures import MAX_LINES, calls_of, signature_at
 
     cases: list[tuple[str, str, int, str, int, str]] = []
@@ -334,14 +335,9 @@ def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, s
             last = items[-1]
             if p.index < 0 or last.type not in ("identifier", "default_parameter", "typed_parameter"):
                 continue
-            window_end = sig.params_end
-            for _ in range(MAX_LINES):
-                window_end = text.find("\n", window_end + 1)
-                if window_end < 0:
-                    window_end = len(text)
-                    break
+            window_end = lines_below(text, sig.params_end, MAX_LINES)
             calls = calls_of(doc, sig, doc.byte_offset(sig.params_end), doc.byte_offset(window_end))
-            passing = [c for c in calls if _argument_for(doc, c, p, pass_on=True) is not None]
+            passing = [(c, a) for c in calls if (a := _argument_for(doc, c, p, pass_on=True)) is not None]
             if not passing:
                 continue
             prev_end = items[-2].end_byte
@@ -349,13 +345,11 @@ def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, s
             at = len(data[:prev_end].decode("utf-8"))
             typed = data[prev_end : last.end_byte].decode("utf-8")
             if len(cases) % 2 == 0:  # typed back: the calls that passed it must pass it on again
-                drop = [(prev_end, last.end_byte)] + [
-                    _argument_span(c, _argument_for(doc, c, p, True)) for c in passing
-                ]
+                drop = [(prev_end, last.end_byte)] + [_argument_span(doc, c, a) for c, a in passing]
                 cases.append((str(path), _cut_bytes(data, drop).decode("utf-8"), at, typed, 0, text))
             else:  # deleted: every call that gives it an argument must drop it
-                given = [c for c in calls if _argument_for(doc, c, p, pass_on=False) is not None]
-                drop = [(prev_end, last.end_byte)] + [_argument_span(c, _argument_for(doc, c, p, False)) for c in given]
+                given = [(c, a) for c in calls if (a := _argument_for(doc, c, p, pass_on=False)) is not None]
+                drop = [(prev_end, last.end_byte)] + [_argument_span(doc, c, a) for c, a in given]
                 cases.append((str(path), text, at + len(typed), "", len(typed), _cut_bytes(data, drop).decode("utf-8")))
             break
     return cases
@@ -374,17 +368,13 @@ def _walk_params(node):
 def _argument_for(doc, call, p, pass_on: bool):
     """The argument node a call gives parameter `p` (by slot or keyword); with `pass_on`, only when it is `p`
     itself. None for calls that cannot be read (splats) or give none."""
-    args = call.child_by_field_name("arguments")
-    if args is None or args.type != "argument_list":
+    from diffill.infill.signatures import read_arguments
+
+    read = read_arguments(doc, call)
+    if read is None or len(read.items) < 2:
         return None
-    items = [a for a in args.named_children if a.type != "comment"]
-    if any(a.type in ("list_splat", "dictionary_splat") for a in items):
-        return None
-    positional = [a for a in items if a.type != "keyword_argument"]
-    named = {doc.source[a.child_by_field_name("name").start_byte : a.child_by_field_name("name").end_byte]
-             .decode(): a for a in items if a.type == "keyword_argument"}  # fmt: skip
-    arg = positional[p.index] if len(positional) > p.index else named.get(p.name)
-    if arg is None or len(items) < 2:
+    arg = read.positional[p.index] if len(read.positional) > p.index else read.keywords.get(p.name)
+    if arg is None:
         return None
     if pass_on:
         txt = doc.source[arg.start_byte : arg.end_byte].decode("utf-8", "replace").replace(" ", "")
@@ -392,9 +382,11 @@ def _argument_for(doc, call, p, pass_on: bool):
     return arg
 
 
-def _argument_span(call, arg) -> tuple[int, int]:
+def _argument_span(doc, call, arg) -> tuple[int, int]:
     """Bytes to cut to remove `arg` from its call with the comma before it (after it, for the first)."""
-    items = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+    from diffill.infill.signatures import read_arguments
+
+    items = read_arguments(doc, call).items
     k = items.index(arg)
     return (items[k - 1].end_byte, arg.end_byte) if k else (arg.start_byte, items[k + 1].start_byte)
 

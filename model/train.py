@@ -248,20 +248,22 @@ def init_weights(net: DiffusionGemma, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=g) * std)
 
 
-def ar_through_middle(
-    net: DiffusionGemma, prompt: torch.Tensor, hidden: torch.Tensor, canvas: torch.Tensor, cache
+def next_token_loss(
+    net: DiffusionGemma, prompt: torch.Tensor, hidden: torch.Tensor, cache, canvas: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Next-token loss over the prompt, then the middle and its EOS, as FIM-trained code LMs see a file: the
-    encoder's head learns to continue into the span and to end it, which the AR draft (infill.engine) relies
-    on to stop. The middle's keys/values are cut from `cache` after, so the canvas decoder sees the prompt only."""
-    vocab = net.config.vocab_size
-    length = cache.length
-    middle_hidden = net.encode(canvas[:, :-1], cache)
-    cache.truncate(length)
-    logits = net.head(torch.cat([hidden, middle_hidden], dim=1))
-    targets = torch.cat([prompt[:, 1:], canvas], dim=1)
+    """The encoder's next-token loss over the prompt and, with a canvas, on through the middle and its EOS, as
+    FIM-trained code LMs see a file: the head learns to continue into the span and to end it, which the AR draft
+    (infill.engine) relies on to stop. The middle's keys/values are cut from `cache` after, so the canvas decoder
+    sees the prompt only. Pads are not targets."""
+    states, targets = hidden[:, :-1], prompt[:, 1:]
+    if canvas is not None:
+        length = cache.length
+        middle_hidden = net.encode(canvas[:, :-1], cache)
+        cache.truncate(length)
+        states, targets = torch.cat([hidden, middle_hidden], dim=1), torch.cat([targets, canvas], dim=1)
+    logits = net.head(states)
     targets = targets.masked_fill(targets == PAD, -100)
-    return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100)
+    return F.cross_entropy(logits.reshape(-1, net.config.vocab_size), targets.reshape(-1), ignore_index=-100)
 
 
 def losses(
@@ -270,13 +272,9 @@ def losses(
     vocab = net.config.vocab_size
     cache = net.new_cache()
     hidden = net.encode(prompt, cache)
+    ar = next_token_loss(net, prompt, hidden, cache, canvas)
     if canvas is None:  # the "ar" objective: no canvas
-        ar_logits = net.head(hidden[:, :-1])
-        targets = prompt[:, 1:].masked_fill(prompt[:, 1:] == PAD, -100)
-        return F.cross_entropy(ar_logits.reshape(-1, vocab), targets.reshape(-1), ignore_index=-100), torch.zeros(
-            (), device=prompt.device
-        )
-    ar = ar_through_middle(net, prompt, hidden, canvas, cache)
+        return ar, torch.zeros((), device=prompt.device)
     b, c = canvas.shape
 
     dev = canvas.device  # random draws come from the CPU generator (reproducible on any device), then move

@@ -174,14 +174,14 @@ def test_ar_loss_runs_through_the_middle_and_leaves_the_cache_at_the_prompt():
     from tiny import random_net, tiny_config
 
     from diffill.model.fim import EOS, PAD
-    from diffill.model.train import ar_through_middle
+    from diffill.model.train import next_token_loss
 
     net = random_net(tiny_config(sliding_window=64), seed=3)
     prompt = torch.tensor([[PAD, PAD, 5, 6, 7, 8, 9, 10]])
     canvas = torch.tensor([[11, 12, EOS, PAD]])
     cache = net.new_cache()
     hidden = net.encode(prompt, cache)
-    loss = ar_through_middle(net, prompt, hidden, canvas, cache)
+    loss = next_token_loss(net, prompt, hidden, cache, canvas)
     assert cache.length == prompt.shape[1]
 
     whole = torch.cat([prompt, canvas[:, :-1]], dim=1)  # one causal pass over prompt + middle: the same loss
