@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_canvas, build_prompt
@@ -26,6 +27,9 @@ from .filters.base import Candidate
 from .postprocess import postprocess
 from .spans import select_span
 from .workspace import IDENT, WorkspaceIndex
+
+if TYPE_CHECKING:
+    from diffill.model.runtime import LoadedModel
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
 
@@ -57,6 +61,24 @@ class EngineOptions:
     # A name defined elsewhere in the workspace that extends the word being typed replaces the draft's own
     # word unless the model believes its own by more than this (summed log-probability, nats); < 0 = off.
     symbol_prior: float = 8.0  # tuned on held-out stdlib/click/attrs/pygls (docs/benchmarks.md)
+    # Rest-of-line drafts start with this many of the likeliest first tokens; the continuation the model believes
+    # most as a whole (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
+    draft_candidates: int = 1
+
+    @classmethod
+    def from_card(cls, card: LoadedModel | None, **overrides) -> EngineOptions:
+        """The options a model's card asks for (draft mode, answer cut-off, draft candidates; cross-file context
+        only for models trained with it: it shifts the prompt of the others) with `overrides` on top. Rest-of-line
+        spans get a 16-token canvas (measured: 8.7 ms a step against 13 ms for 32 tokens)."""
+        card_options = {"line_canvas_length": 16}
+        if card is not None:
+            card_options |= {
+                "draft": card.draft,
+                "min_confidence": card.min_confidence,
+                "draft_candidates": card.draft_candidates,
+                "context_tokens": 96 if card.trained_with_context else 0,
+            }
+        return cls(**(card_options | overrides))
 
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
@@ -197,7 +219,11 @@ class CompletionEngine:
         if self._newline_ids is None:
             self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
         stop = {EOS} | (self._newline_ids if kind == "line" else set())
-        draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
+        k = self.options.draft_candidates if kind == "line" else 1
+        if k > 1:
+            draft = self.model.ar_drafts(prompt, canvas - 1, stop, cache, first, k=k)[0][0]
+        else:
+            draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
         if symbols is not None:
             head = self._prefer_symbol(prompt, draft, symbols, cache)
             if head is not None and len(head) < canvas - 1:

@@ -75,6 +75,8 @@ def _train_export(args: argparse.Namespace) -> int:
         sampler["diffill_min_confidence"] = args.min_confidence
     if args.draft_margin is not None:
         sampler["diffill_draft_margin"] = args.draft_margin
+    if args.draft_candidates > 1:
+        sampler["diffill_draft_candidates"] = args.draft_candidates
     if args.entropy_bound is not None:
         sampler["sampler_config"] = {"entropy_bound": args.entropy_bound}
     export(Path(args.run), Path(args.dest), sampler=sampler)
@@ -107,7 +109,7 @@ def _complete(args: argparse.Namespace) -> int:
     text = Path(args.file).read_text(encoding="utf-8")
     doc = SyntaxDocument(text, language_for(None, args.file))
     loaded = runtime.load(args.model, args.device)
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=args.steps))
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded, steps=args.steps))
     offset = doc.offset_at(args.line - 1, args.col - 1, "utf-32")
     result = engine.complete(doc, offset)
     if result is None:
@@ -145,6 +147,7 @@ def _eval(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         token_healing=not args.no_healing,
         draft_margin=args.draft_margin,
+        draft_candidates=args.draft_candidates,
     )
     return 0
 
@@ -227,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--draft-margin",
         default="model",
         help="keep drafts, change a token only when the decoder beats it by this much (model = the card; off)",
+    )
+    ev.add_argument(
+        "--draft-candidates",
+        type=int,
+        default=0,
+        help="first tokens tried for rest-of-line drafts (0 = the model's card; 1 = plain greedy)",
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
@@ -316,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="keep AR drafts and let the decoder change a token only when it beats the draft by this probability",
+    )
+    te.add_argument(
+        "--draft-candidates",
+        type=int,
+        default=1,
+        help="first tokens tried for rest-of-line drafts; the continuation the model believes most is kept",
     )
     te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
     te.set_defaults(func=_train_export)

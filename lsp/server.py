@@ -129,15 +129,9 @@ class DiffillServer(LanguageServer):
         """The settings over the loaded model's card: its draft mode, its answer cut-off unless the user set one,
         and cross-file context only for models trained with it (it shifts the prompt of the others)."""
         s, card = self.settings, self.loaded
-        # Rest-of-line spans get a 16-token canvas (measured: 8.7 ms a step against 13 ms for 32 tokens).
-        return EngineOptions(
-            steps=s.steps,
-            canvas_length=s.canvas_length,
-            max_prompt_tokens=s.max_prompt_tokens,
-            line_canvas_length=16,
-            min_confidence=s.min_confidence if s.min_confidence >= 0 else (card.min_confidence if card else 0.0),
-            draft=card.draft if card else "",
-            context_tokens=96 if card and card.trained_with_context else 0,
+        user = {"min_confidence": s.min_confidence} if s.min_confidence >= 0 else {}
+        return EngineOptions.from_card(
+            card, steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens, **user
         )
 
     # ----- workspace context -----

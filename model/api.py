@@ -143,7 +143,6 @@ class DiffusionModel:
             first_allowed=first_allowed,
         )
 
-    @torch.inference_mode()
     def ar_draft(
         self,
         prompt_ids,
@@ -155,6 +154,24 @@ class DiffusionModel:
         """Greedy next-token draft from the causal encoder's head (models trained with an encoder LM loss, as
         the embedded one is): each token is one cached encoder step. The cache is cut back to the prompt after,
         so the draft only seeds a canvas and leaves no trace."""
+        return self.ar_drafts(prompt_ids, max_tokens, stop_ids, cache, first_allowed, k=1)[0][0]
+
+    @torch.inference_mode()
+    def ar_drafts(
+        self,
+        prompt_ids,
+        max_tokens: int,
+        stop_ids: set[int],
+        cache: KVCache | None = None,
+        first_allowed: list[int] | None = None,
+        k: int = 1,
+    ) -> list[tuple[list[int], float]]:
+        """Greedy drafts that start with the `k` likeliest first tokens, each with its summed log-probability
+        (nats, stop token included), likeliest first. The first token decides most of a short answer and is where
+        greedy decoding goes wrong most (mid-word, several words fit): scoring whole continuations picks the one
+        the model believes as a whole. The cache is cut back to the prompt after each draft."""
+        if max_tokens <= 0:
+            return [([], 0.0)]
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
         cache = cache if cache is not None else self.net.new_cache()
@@ -165,20 +182,24 @@ class DiffusionModel:
         if hidden is None:  # the whole prompt is cached: re-encode its last token to get its hidden state
             cache.truncate(prompt.shape[1] - 1)
             hidden = self.net.encode(prompt[:, -1:], cache)
-        out: list[int] = []
-        for _ in range(max_tokens):
-            logits = self.net.head(hidden[:, -1])
-            if not out and first_allowed is not None:
-                logits = logits[:, first_allowed]
-                token = first_allowed[int(logits.argmax(-1))]
-            else:
-                token = int(logits.argmax(-1))
-            out.append(token)
-            if token in stop_ids:
-                break
-            hidden = self.net.encode(torch.tensor([[token]], device=device), cache)
-        cache.truncate(prompt.shape[1])
-        return out
+        first = torch.log_softmax(self.net.head(hidden[:, -1]).float(), dim=-1)[0]
+        if first_allowed is not None:
+            allowed = torch.as_tensor(first_allowed, dtype=torch.long, device=device)
+            top = allowed[first[allowed].topk(min(k, len(first_allowed))).indices]
+        else:
+            top = first.topk(k).indices
+        drafts = []
+        for token in top.tolist():
+            out, score = [token], float(first[token])
+            while token not in stop_ids and len(out) < max_tokens:
+                hidden = self.net.encode(torch.tensor([[token]], device=device), cache)
+                logp = torch.log_softmax(self.net.head(hidden[:, -1]).float(), dim=-1)[0]
+                token = int(logp.argmax())
+                out.append(token)
+                score += float(logp[token])
+            cache.truncate(prompt.shape[1])
+            drafts.append((out, score))
+        return sorted(drafts, key=lambda d: -d[1])
 
     @torch.inference_mode()
     def continuation_logprobs(

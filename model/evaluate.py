@@ -107,6 +107,7 @@ def run(
     dtype: str = "auto",
     token_healing: bool = True,
     draft_margin: str = "model",
+    draft_candidates: int = 0,
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -119,19 +120,19 @@ def run(
     if draft_margin != "model":  # "off": drafts are denoised like noise; a number: kept, changed past the margin
         margin = None if draft_margin == "off" else float(draft_margin)
         loaded.model.sampler = dataclasses.replace(loaded.model.sampler, draft_margin=margin)
-    engine = CompletionEngine(
-        loaded.model,
-        loaded.tokenizer,
-        EngineOptions(
-            steps=steps,
-            canvas_length=canvas,
-            line_canvas_length=line_canvas,
-            max_prompt_tokens=prompt_tokens,
-            draft=loaded.draft if draft == "model" else draft,
-            min_confidence=loaded.min_confidence if min_confidence < 0 else min_confidence,
-            token_healing=token_healing,
-        ),
+    knobs = {"draft": draft, "min_confidence": min_confidence, "draft_candidates": draft_candidates}
+    unset = {"draft": "model", "min_confidence": -1.0, "draft_candidates": 0}  # these keep the card's value
+    options = EngineOptions.from_card(
+        loaded,
+        steps=steps,
+        canvas_length=canvas,
+        line_canvas_length=line_canvas,
+        max_prompt_tokens=prompt_tokens,
+        token_healing=token_healing,
+        context_tokens=0,  # files are evaluated alone (bench context measures the context)
+        **{k: v for k, v in knobs.items() if v != unset[k]},
     )
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, options)
     cases: list[Case] = []
     for path in _files(Path(root), rng):
         if len(cases) >= n:
@@ -494,7 +495,7 @@ def run_context(
     # with known names and the definitions packed into the prompt as context (what the daemon does).
     for label, budget, prior in (("alone", 0, -1.0), ("names", 0, None), ("context", 96, None)):
         extra = {} if prior is None else {"symbol_prior": prior}
-        options = EngineOptions(steps=steps, context_tokens=budget, draft=loaded.draft, line_canvas_length=16, **extra)
+        options = EngineOptions.from_card(loaded, steps=steps, context_tokens=budget, **extra)
         engine = CompletionEngine(loaded.model, loaded.tokenizer, options)  # as the daemon sets it up
         engine.workspace = index
         exact = name_ok = 0

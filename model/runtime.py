@@ -61,6 +61,7 @@ class LoadedModel:
     trained_with_context: bool = False  # the prompt may carry cross-file context blocks
     draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
     min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
+    draft_candidates: int = 1  # the model's card: first tokens tried for a rest-of-line draft (best one kept)
 
 
 def load(
@@ -101,13 +102,14 @@ def load(
             with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
         except (ValueError, AttributeError):
             with_context = False
-    draft, min_confidence = "", 0.0
+    draft, min_confidence, candidates = "", 0.0, 1
     gen = folder / "generation_config.json"
     if gen.exists():
         try:
             card = json.loads(gen.read_text())
             draft = str(card.get("diffill_draft", ""))
             min_confidence = float(card.get("diffill_min_confidence", 0.0))
+            candidates = max(1, min(16, int(card.get("diffill_draft_candidates", 1))))
         except (ValueError, TypeError, AttributeError):
-            draft, min_confidence = "", 0.0
-    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft, min_confidence)
+            draft, min_confidence, candidates = "", 0.0, 1
+    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft, min_confidence, candidates)

@@ -106,6 +106,26 @@ def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
     assert short == draft[: draft.index(stop) + 1]
 
 
+def test_ar_drafts_start_with_the_likeliest_first_tokens_and_score_each_whole(model):
+    """k drafts: one per top-k first token, each continued greedily, scored by its summed log-probability (the
+    same number continuation_logprobs gives), likeliest first; k=1 is the plain greedy draft."""
+    prompt = [2, 10, 11, 12]
+    cache = model.net.new_cache()
+    drafts = model.ar_drafts(prompt, 5, stop_ids=set(), cache=cache, k=3)
+    assert cache.length == len(prompt)
+    hidden = model.net.encode(torch.tensor([prompt]), model.net.new_cache())
+    top3 = model.net.head(hidden[:, -1])[0].topk(3).indices.tolist()
+    assert sorted(d[0][0] for d in drafts) == sorted(top3)
+    scores = model.continuation_logprobs(prompt, [d[0] for d in drafts])
+    assert [d[1] for d in drafts] == pytest.approx(scores, abs=1e-4)
+    assert [d[1] for d in drafts] == sorted((d[1] for d in drafts), reverse=True)
+    for tokens, _ in drafts:  # after its first token each draft is greedy
+        assert model.ar_draft(prompt, 5, stop_ids=set(), first_allowed=[tokens[0]]) == tokens
+    assert model.ar_drafts(prompt, 5, stop_ids=set(), k=1)[0][0] == model.ar_draft(prompt, 5, stop_ids=set())
+    allowed = model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[40, 41, 42, 43], k=2)
+    assert len(allowed) == 2 and {d[0][0] for d in allowed} <= {40, 41, 42, 43}
+
+
 def test_canvas_seeded_with_a_draft(model):
     init = [50, 51, 52, 1] + [0] * 12
     seen = []

@@ -1,8 +1,9 @@
 """Drop degenerate repetition, a typical failure of a model that has run out of things to say.
 
-Three checks: a group of 1-3 lines repeated three or more times in a row, a group of 1-3 tokens (holding an
-identifier) repeated three or more times in a row, and a completion whose first line copies the line above the
-cursor. Repeats are cut before their second copy; a copied line drops the whole suggestion.
+Four checks: a group of 1-3 lines repeated three or more times in a row, a group of 1-3 tokens (holding an
+identifier) repeated three or more times in a row, a piece of a word stuttering (`status_code_code_code`,
+`rnnnnnnn`: a greedy draft caught in a loop inside one token run), and a completion whose first line copies the line
+above the cursor. Repeats are cut before their second copy; a copied line drops the whole suggestion.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ MAX_GROUP = 3
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _IDENT_RE = re.compile(r"[^\W\d]")
 _LONE_WORD_RE = re.compile(r"\w+;?")
+# One character eight or more times in a row, or a unit of 2-8 characters three or more times.
+_STUTTER_RE = re.compile(r"(\S)\1{7,}|(\S{2,8}?)\2{2,}")
+_HEX_OR_RULER = frozenset("0123456789abcdefABCDEF-=*#~_+/.<>^|)]}")  # `0xffffffff`, `# -----`, `)))`: code
+MIN_STUTTER = 8  # characters a stutter must span
 
 
 def drop_repetition(c: Candidate) -> Candidate:
@@ -26,7 +31,7 @@ def drop_repetition(c: Candidate) -> Candidate:
     if _copies_line_above(c):
         return c.empty()
     first_indent = c.before_cursor if is_blank(c.before_cursor) else ""
-    cut = min(_repeated_lines_cut(c.text, first_indent), _repeated_tokens_cut(c.text))
+    cut = min(_repeated_lines_cut(c.text, first_indent), _repeated_tokens_cut(c.text), _stutter_cut(c.text))
     if cut >= len(c.text):
         return c
     text = c.text[:cut].rstrip()
@@ -70,6 +75,16 @@ def _repeated_tokens_cut(text: str) -> int:
                 if all(words[i + k * size : i + (k + 1) * size] == group for k in range(1, MIN_REPEATS)):
                     return pos + tokens[i + size][1]
         pos += len(line)
+    return len(text)
+
+
+def _stutter_cut(text: str) -> int:
+    """Offset of the second copy of the first unit that stutters, else len(text). Units made only of hex digits
+    or ruler characters are left alone: `ffffffff` and `--------` are code, `udioudioudio` is not."""
+    for m in _STUTTER_RE.finditer(text):
+        unit = m.group(1) or m.group(2)  # the single character first: `rnnnn` keeps `rn`
+        if m.end() - m.start() >= MIN_STUTTER and not set(unit) <= _HEX_OR_RULER:
+            return m.start() + len(unit)
     return len(text)
 
 

@@ -193,3 +193,34 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
     assert len(drafts) == (2 if own_lead < EngineOptions().symbol_prior else 1)
     if len(drafts) == 2:  # the second draft continued from the prompt plus the name's tokens
         assert tok.decode(drafts[1][len(drafts[0]) :]) == "ute_total"
+
+
+def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
+    """draft_candidates: a rest-of-line span asks for k drafts and seeds the canvas with the best-scored one
+    (ar_drafts returns them likeliest first); a multi-line span keeps the plain greedy draft."""
+    tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    asked = []
+
+    class Drafter:
+        def __init__(self):
+            self.net, self.config = net, net.config
+
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            asked.append(k)
+            return [(tok.encode("total(x)\n"), -1.0), (tok.encode("other(y)\n"), -3.0)]
+
+        def ar_draft(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None):
+            asked.append("greedy")
+            return tok.encode("pass\n")
+
+        def generate(self, prompt, init=None, **kw):
+            return [t for t in init if t > 1]
+
+    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", draft_candidates=3, symbol_prior=-1))
+    text = "def f(x):\n    return \n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
+    assert out is not None and out.text == "total(x)" and asked == [3]
+    text = "def f(x):\n    y = 1\n    \n"
+    eng.complete(SyntaxDocument(text, "python"), text.index("    \n") + 4)
+    assert asked[1:] == ["greedy"]

@@ -19,6 +19,16 @@ CASES = [
     ("python", "x = <CURSOR>\n", "self.self.self.self.y", "self.", ""),
     ("go", "package main\n\nfunc f() {\n\tx := <CURSOR>\n}\n", "a + a + a + a", "a +", ""),
     ("python", "x = <CURSOR>\n", "return return return", "return", ""),
+    # a piece of a word stuttering (a greedy draft in a loop): keep the first copy
+    ("python", "x = status<CURSOR>\n", "_code_code_code_code", "_code", ""),
+    ("python", "    retu<CURSOR>\n", "rnnnnnnnnnnnn", "rn", ""),
+    ("python", "x = f(<CURSOR>)\n", "aminginginginging)", "aming", ""),
+    ("python", ":param plain<CURSOR>\n", "::::::::::::: bool", ":", ""),
+    # legitimate repeats: hex words, rulers, short doubles
+    ("python", "MASK = 0x<CURSOR>\n", "ffffffffffffffff", "ffffffffffffffff", ""),
+    ("python", "# <CURSOR>\n", "----------------------", "----------------------", ""),
+    ("python", "x = <CURSOR>\n", "'www.example.com'", "'www.example.com'", ""),
+    ("python", "x = <CURSOR>\n", "self.assertEqual(a, b)", "self.assertEqual(a, b)", ""),
     # legitimate repeats: numbers, closing brackets, `end` closing nested blocks, `}` lines
     ("python", "x = [<CURSOR>]\n", "0, 0, 0, 0", "0, 0, 0, 0", ""),
     ("python", "print(f(g(<CURSOR>\n", "x)))", "x)))", ""),
