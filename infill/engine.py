@@ -61,8 +61,8 @@ class EngineOptions:
     # A name defined elsewhere in the workspace that extends the word being typed replaces the draft's own
     # word unless the model believes its own by more than this (summed log-probability, nats); < 0 = off.
     symbol_prior: float = 8.0  # tuned on held-out stdlib/click/attrs/pygls (docs/benchmarks.md)
-    # Rest-of-line drafts start with this many of the likeliest first tokens; the continuation the model believes
-    # most as a whole (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
+    # Rest-of-line drafts come from a beam search this wide: the continuation the model believes most as a whole
+    # (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
     draft_candidates: int = 1
 
     @classmethod

@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--draft-candidates",
         type=int,
         default=0,
-        help="first tokens tried for rest-of-line drafts (0 = the model's card; 1 = plain greedy)",
+        help="beam width of rest-of-line drafts (0 = the model's card; 1 = greedy)",
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--draft-candidates",
         type=int,
         default=1,
-        help="first tokens tried for rest-of-line drafts; the continuation the model believes most is kept",
+        help="beam width of rest-of-line drafts (the line the model believes most is kept; 1 = greedy)",
     )
     te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
     te.set_defaults(func=_train_export)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -166,40 +167,51 @@ class DiffusionModel:
         first_allowed: list[int] | None = None,
         k: int = 1,
     ) -> list[tuple[list[int], float]]:
-        """Greedy drafts that start with the `k` likeliest first tokens, each with its summed log-probability
-        (nats, stop token included), likeliest first. The first token decides most of a short answer and is where
-        greedy decoding goes wrong most (mid-word, several words fit): scoring whole continuations picks the one
-        the model believes as a whole. The cache is cut back to the prompt after each draft."""
+        """Up to `k` drafts from a beam search of width `k` over the encoder's head, each with its summed
+        log-probability (nats, its stop token included), likeliest first; k=1 is the greedy draft. A draft ends at a
+        stop id or after `max_tokens`. Greedy decoding goes wrong most at the first word (mid-word, several fit):
+        scoring whole continuations picks the one the model believes as a whole. The cache is left holding the
+        prompt; the beams extend copies of it."""
         if max_tokens <= 0:
             return [([], 0.0)]
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        n = prompt.shape[1]
         cache = cache if cache is not None else self.net.new_cache()
-        if cache.length > prompt.shape[1]:
-            cache.truncate(prompt.shape[1])
-        start = cache.length
-        hidden = self.net.encode(prompt[:, start:], cache) if start < prompt.shape[1] else None
-        if hidden is None:  # the whole prompt is cached: re-encode its last token to get its hidden state
-            cache.truncate(prompt.shape[1] - 1)
-            hidden = self.net.encode(prompt[:, -1:], cache)
-        first = torch.log_softmax(self.net.head(hidden[:, -1]).float(), dim=-1)[0]
+        if cache.length > n:
+            cache.truncate(n)
+        if cache.length == n:  # the whole prompt is cached: re-encode its last token to get its hidden state
+            cache.truncate(n - 1)
+        logp = torch.log_softmax(self.net.head(self.net.encode(prompt[:, cache.length :], cache)[:, -1]).float(), -1)[0]
         if first_allowed is not None:
             allowed = torch.as_tensor(first_allowed, dtype=torch.long, device=device)
-            top = allowed[first[allowed].topk(min(k, len(first_allowed))).indices]
-        else:
-            top = first.topk(k).indices
-        drafts = []
-        for token in top.tolist():
-            out, score = [token], float(first[token])
-            while token not in stop_ids and len(out) < max_tokens:
-                hidden = self.net.encode(torch.tensor([[token]], device=device), cache)
-                logp = torch.log_softmax(self.net.head(hidden[:, -1]).float(), dim=-1)[0]
-                token = int(logp.argmax())
-                out.append(token)
-                score += float(logp[token])
-            cache.truncate(prompt.shape[1])
-            drafts.append((out, score))
-        return sorted(drafts, key=lambda d: -d[1])
+            logp = torch.full_like(logp, -math.inf).index_copy_(0, allowed, logp[allowed])
+        top = logp.topk(min(k, int(torch.isfinite(logp).sum())))
+        beams = [([t], s) for t, s in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+        # The beams advance in lockstep, one batched encoder step each: row i of `rows` holds the prompt and beam
+        # i's tokens but its last (the prompt's keys/values are shared, copied once per beam).
+        rows = KVCache(len(cache.keys))
+        rows.keys = [x.expand(len(beams), *x.shape[1:]) for x in cache.keys]
+        rows.values = [x.expand(len(beams), *x.shape[1:]) for x in cache.values]
+        done: list[tuple[list[int], float]] = []
+        while beams:
+            live = [i for i, (tokens, _) in enumerate(beams) if tokens[-1] not in stop_ids and len(tokens) < max_tokens]
+            done = sorted(done + [b for i, b in enumerate(beams) if i not in live], key=lambda d: -d[1])[:k]
+            # A beam's score only falls as it grows: stop once k finished drafts beat every live one.
+            if not live or (len(done) == k and done[-1][1] >= max(beams[i][1] for i in live)):
+                break
+            _select_rows(rows, live)
+            last = torch.tensor([[beams[i][0][-1]] for i in live], device=device)
+            step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1).topk(k)
+            grown = [
+                (score + s, row, t)
+                for row, (i, score) in enumerate((i, beams[i][1]) for i in live)
+                for t, s in zip(step.indices[row].tolist(), step.values[row].tolist(), strict=True)
+            ]
+            grown = sorted(grown, key=lambda g: -g[0])[:k]
+            beams = [(beams[live[row]][0] + [t], score) for score, row, t in grown]
+            _select_rows(rows, [row for _, row, _ in grown])
+        return done
 
     @torch.inference_mode()
     def continuation_logprobs(
@@ -271,6 +283,15 @@ class DiffusionModel:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
         return self.net.encode(prompt, self.net.new_cache())[0]
+
+
+def _select_rows(cache: KVCache, rows: list[int]) -> None:
+    """Keeps (and repeats) the given batch rows of every layer's keys/values, in that order."""
+    if rows == list(range(cache.keys[0].shape[0])):
+        return
+    index = torch.tensor(rows, device=cache.keys[0].device)
+    cache.keys = [x.index_select(0, index) for x in cache.keys]
+    cache.values = [x.index_select(0, index) for x in cache.values]
 
 
 def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantization: str | None) -> DiffusionGemma:

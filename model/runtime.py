@@ -61,7 +61,7 @@ class LoadedModel:
     trained_with_context: bool = False  # the prompt may carry cross-file context blocks
     draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
     min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
-    draft_candidates: int = 1  # the model's card: first tokens tried for a rest-of-line draft (best one kept)
+    draft_candidates: int = 1  # the model's card: beam width of rest-of-line drafts
 
 
 def load(

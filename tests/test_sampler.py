@@ -106,24 +106,43 @@ def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
     assert short == draft[: draft.index(stop) + 1]
 
 
-def test_ar_drafts_start_with_the_likeliest_first_tokens_and_score_each_whole(model):
-    """k drafts: one per top-k first token, each continued greedily, scored by its summed log-probability (the
-    same number continuation_logprobs gives), likeliest first; k=1 is the plain greedy draft."""
+def test_ar_drafts_are_a_beam_search_scored_whole(model):
+    """k drafts from a beam of width k, each scored by its summed log-probability (the number
+    continuation_logprobs gives), likeliest first; k=1 is the plain greedy draft; the cache ends at the prompt."""
     prompt = [2, 10, 11, 12]
     cache = model.net.new_cache()
     drafts = model.ar_drafts(prompt, 5, stop_ids=set(), cache=cache, k=3)
     assert cache.length == len(prompt)
-    hidden = model.net.encode(torch.tensor([prompt]), model.net.new_cache())
-    top3 = model.net.head(hidden[:, -1])[0].topk(3).indices.tolist()
-    assert sorted(d[0][0] for d in drafts) == sorted(top3)
+    assert len(drafts) == 3 and len({tuple(d[0]) for d in drafts}) == 3
     scores = model.continuation_logprobs(prompt, [d[0] for d in drafts])
     assert [d[1] for d in drafts] == pytest.approx(scores, abs=1e-4)
     assert [d[1] for d in drafts] == sorted((d[1] for d in drafts), reverse=True)
-    for tokens, _ in drafts:  # after its first token each draft is greedy
-        assert model.ar_draft(prompt, 5, stop_ids=set(), first_allowed=[tokens[0]]) == tokens
-    assert model.ar_drafts(prompt, 5, stop_ids=set(), k=1)[0][0] == model.ar_draft(prompt, 5, stop_ids=set())
+    greedy = model.ar_draft(prompt, 5, stop_ids=set())
+    assert model.ar_drafts(prompt, 5, stop_ids=set(), k=1)[0][0] == greedy
+    # Two tokens: the beam holds the greedy path, so its best is at least as likely.
+    two = model.ar_drafts(prompt, 2, stop_ids=set(), k=3)
+    assert two[0][1] >= model.continuation_logprobs(prompt, [greedy[:2]])[0] - 1e-5
     allowed = model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[40, 41, 42, 43], k=2)
     assert len(allowed) == 2 and {d[0][0] for d in allowed} <= {40, 41, 42, 43}
+    stop = drafts[0][0][1]  # a draft ends at its first stop id, included
+    assert all(stop not in d[:-1] for d, _ in model.ar_drafts(prompt, 5, stop_ids={stop}, k=3))
+
+
+def test_a_full_width_beam_finds_the_likeliest_two_token_draft(model):
+    """With the beam as wide as the vocabulary, two-token drafts are searched exhaustively: the best equals the
+    brute-force argmax over every pair, scored from scratch."""
+    prompt = [2, 10, 11]
+    vocab = model.config.vocab_size
+    with torch.inference_mode():
+        hidden = model.net.encode(torch.tensor([prompt]), model.net.new_cache())
+        first = torch.log_softmax(model.net.head(hidden[:, -1]).float(), -1)[0]
+        pairs = torch.tensor([prompt + [t] for t in range(vocab)])
+        second = torch.log_softmax(model.net.head(model.net.encode(pairs, model.net.new_cache())[:, -1]).float(), -1)
+    total = first[:, None] + second  # [first token, second token]
+    best = int(total.argmax())
+    drafts = model.ar_drafts(prompt, 2, stop_ids=set(), k=vocab)
+    assert drafts[0][0] == [best // vocab, best % vocab]
+    assert drafts[0][1] == pytest.approx(float(total.max()), abs=1e-4)
 
 
 def test_canvas_seeded_with_a_draft(model):
