@@ -220,17 +220,20 @@ class CompletionEngine:
             self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
         stop = {EOS} | (self._newline_ids if kind == "line" else set())
         k = self.options.draft_candidates if kind == "line" else 1
-        if k > 1:
-            draft = self.model.ar_drafts(prompt, canvas - 1, stop, cache, first, k=k)[0][0]
-        else:
-            draft = self.model.ar_draft(prompt, canvas - 1, stop, cache, first)
+        draft = self._best_draft(prompt, canvas - 1, stop, cache, first, k)
         if symbols is not None:
             head = self._prefer_symbol(prompt, draft, symbols, cache)
             if head is not None and len(head) < canvas - 1:
-                draft = head + self.model.ar_draft(prompt + head, canvas - 1 - len(head), stop, cache)
+                draft = head + self._best_draft(prompt + head, canvas - 1 - len(head), stop, cache, None, k)
         while draft and draft[-1] in stop:
             draft.pop()
         return build_canvas(draft, canvas)
+
+    def _best_draft(self, prompt, max_tokens: int, stop: set[int], cache, first, k: int) -> list[int]:
+        """The greedy draft, or the likeliest of a beam `k` wide."""
+        if k > 1:
+            return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0][0]
+        return self.model.ar_draft(prompt, max_tokens, stop, cache, first)
 
     def _prefer_symbol(self, prompt: list[int], draft: list[int], symbols, cache) -> list[int] | None:
         """Token ids of the workspace name that should start the answer instead of the draft's own word, or

@@ -2,6 +2,7 @@
 
 Cases are drawn from files under --root: rest-of-line (the line is cut at a random point and the rest removed)
 and multi-line (one to three whole lines removed, the cursor left on an empty line at their indentation).
+One case per file in a seeded order, more passes over the files when --n asks for more cases than there are.
 Reported per kind and overall: exact match, edit similarity, useful (non-empty and a prefix of the truth),
 valid (the answer adds no syntax error); beside two baselines: the empty answer and repeating the previous
 line. The last line printed is one JSON object.
@@ -71,6 +72,33 @@ def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | Non
     return Case(path, before + after, len(before), truth, kind, prev.strip())
 
 
+def draw_cases(root: str, n: int, rng: random.Random) -> list[Case]:
+    """`n` cases, rest-of-line and multi-line in turn, one per file in a seeded order; when the files run out
+    another pass draws new cut points from the same files (so a small package still gives `n` cases)."""
+    texts: dict[Path, str | None] = {}
+    cases: list[Case] = []
+    files = _files(Path(root), rng)
+    while len(cases) < n:
+        before = len(cases)
+        for path in files:
+            if len(cases) >= n:
+                break
+            if path not in texts:
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    text = None
+                texts[path] = text if text is not None and len(text) <= 200_000 else None
+            if texts[path] is None:
+                continue
+            case = make_case(str(path), texts[path], rng, "line" if len(cases) % 2 == 0 else "lines")
+            if case is not None:
+                cases.append(case)
+        if len(cases) == before:
+            break
+    return cases
+
+
 def edit_similarity(a: str, b: str) -> float:
     if not a and not b:
         return 1.0
@@ -133,19 +161,7 @@ def run(
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options)
-    cases: list[Case] = []
-    for path in _files(Path(root), rng):
-        if len(cases) >= n:
-            break
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if len(text) > 200_000:
-            continue
-        case = make_case(str(path), text, rng, "line" if len(cases) % 2 == 0 else "lines")
-        if case is not None:
-            cases.append(case)
+    cases = draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": []}
     latencies = []

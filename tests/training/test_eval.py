@@ -2,7 +2,7 @@
 
 import random
 
-from diffill.model.evaluate import context_cases, edit_cases, edit_similarity, make_case, score
+from diffill.model.evaluate import context_cases, draw_cases, edit_cases, edit_similarity, make_case, score
 
 LIB = "def parse_header(line):\n    return line.split(':', 1)\n"
 APP = (
@@ -21,6 +21,21 @@ def test_make_case_removes_the_truth():
             restored = case.text[: case.offset] + case.truth + case.text[case.offset :]
             assert restored.replace(" ", "") in APP.replace(" ", "") or kind == "lines"
             assert case.truth and case.truth not in case.text[case.offset : case.offset + 1]
+
+
+def test_draw_cases_makes_more_passes_over_few_files(tmp_path):
+    """Two files give ten cases (new cut points on each pass), kinds alternate, the seed fixes them; a folder
+    with nothing to cut gives none instead of looping."""
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "app.py").write_text(APP)
+    cases = draw_cases(str(tmp_path), 10, random.Random(1))
+    assert len(cases) == 10 and [c.kind for c in cases] == ["line", "lines"] * 5
+    assert len({(c.path, c.offset, c.truth) for c in cases}) > 2  # not the same two cases again
+    again = draw_cases(str(tmp_path), 10, random.Random(1))
+    assert [(c.path, c.offset, c.truth) for c in again] == [(c.path, c.offset, c.truth) for c in cases]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "x.py").write_text("\n")
+    assert draw_cases(str(tmp_path / "empty"), 10, random.Random(0)) == []
 
 
 def test_scores():
