@@ -206,7 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     dr.set_defaults(func=_doctor)
 
     ev = sub.add_parser("eval", help="completion quality on source files (exact, useful, edit similarity, valid)")
-    ev.add_argument("--root", required=True, help="folder of source files (code the model was not trained on)")
+    ev.add_argument(
+        "--root",
+        required=True,
+        action="append",
+        help="folder of source files (code the model was not trained on); repeat it for several",
+    )
     ev.add_argument("--n", type=int, default=200)
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--steps", type=int, default=8)

@@ -33,9 +33,11 @@ class Case:
     prev_line: str  # baseline material
 
 
-def _files(root: Path, rng: random.Random, limit: int = 4000) -> list[Path]:
+def _files(roots: str | list[str], rng: random.Random, limit: int = 4000) -> list[Path]:
+    """Source files under one folder or several (a tuning set made of packages that live apart), seeded order."""
     files = [
         p
+        for root in map(Path, [roots] if isinstance(roots, str) else roots)
         for p in root.rglob("*")
         if p.suffix in EXTENSIONS and p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts)
     ]
@@ -72,12 +74,12 @@ def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | Non
     return Case(path, before + after, len(before), truth, kind, prev.strip())
 
 
-def draw_cases(root: str, n: int, rng: random.Random) -> list[Case]:
+def draw_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
     """`n` cases, rest-of-line and multi-line in turn, one per file in a seeded order; when the files run out
     another pass draws new cut points from the same files (so a small package still gives `n` cases)."""
     texts: dict[Path, str | None] = {}
     cases: list[Case] = []
-    files = _files(Path(root), rng)
+    files = _files(root, rng)
     while len(cases) < n:
         before = len(cases)
         for path in files:
@@ -121,7 +123,7 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def run(
-    root: str,
+    root: str | list[str],
     n: int = 200,
     seed: int = 0,
     steps: int = 8,
@@ -195,7 +197,8 @@ def run(
         "latency_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
         "latency_ms_p95": round(latencies[int(len(latencies) * 0.95)], 1) if latencies else 0.0,
     }
-    out(f"root={root} cases={len(cases)} steps={steps} seed={seed}")
+    where = root if isinstance(root, str) else ",".join(root)
+    out(f"root={where} cases={len(cases)} steps={steps} seed={seed}")
     out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}")
     for name in ("rest_of_line", "multi_line", "model", "baseline_empty", "baseline_prev_line"):
         m = summary[name]
@@ -228,7 +231,7 @@ def _in_function(before: str, after_lines: list[str]) -> list[str]:
 
 def _python_sources(root: str, seed: int, max_chars: int = 0):
     """(path, text) of the readable Python files under `root`, in a seeded random order."""
-    for path in _files(Path(root), random.Random(seed)):
+    for path in _files(root, random.Random(seed)):
         if path.suffix != ".py":
             continue
         try:
@@ -466,7 +469,7 @@ def context_cases(root: str, n: int, seed: int) -> list[Case]:
         else None
     )
     cases: list[Case] = []
-    for path in _files(Path(root), rng):
+    for path in _files(root, rng):
         if names is None or len(cases) >= n or language_for(None, str(path)) is None:
             continue
         try:

@@ -84,3 +84,24 @@ def test_signature_cases_and_their_acceptance(tmp_path):
     assert doc == SIGNATURES and typed == "" and deleted == len(", timeout")
     assert "first = fetch(url)\n" in expected and "fetch(url), first" in expected
     assert run_signature_edits(str(tmp_path), 2, 0) == {"cases": 2, "proposed": 1.0, "accepted": 1.0}
+
+
+def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, capsys):
+    """`diffill eval --root A --root B` on the embedded model: cases come from both folders, and the last line is
+    the JSON summary with fractions."""
+    import json
+
+    from diffill.lsp.cli import main
+
+    for name, text in (("a", LIB), ("b", APP)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.py").write_text(text)
+    roots = [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert {c.path for c in draw_cases(roots, 6, random.Random(0))} == {
+        str(tmp_path / "a" / "a.py"),
+        str(tmp_path / "b" / "b.py"),
+    }
+    assert main(["eval", "--root", roots[0], "--root", roots[1], "--n", "6", "--steps", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["cases"] == 6
+    assert all(0.0 <= summary[k] <= 1.0 for k in ("exact", "useful", "edit_similarity", "valid"))
