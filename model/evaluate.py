@@ -33,11 +33,11 @@ class Case:
     prev_line: str  # baseline material
 
 
-def _files(roots: str | list[str], rng: random.Random, limit: int = 4000) -> list[Path]:
+def _files(roots: str | Path | list[str], rng: random.Random, limit: int = 4000) -> list[Path]:
     """Source files under one folder or several (a tuning set made of packages that live apart), seeded order."""
     files = [
         p
-        for root in map(Path, [roots] if isinstance(roots, str) else roots)
+        for root in map(Path, [roots] if isinstance(roots, (str, Path)) else roots)
         for p in root.rglob("*")
         if p.suffix in EXTENSIONS and p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts)
     ]
