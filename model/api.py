@@ -188,6 +188,8 @@ class DiffusionModel:
             logp = torch.full_like(logp, -math.inf).index_copy_(0, allowed, logp[allowed])
         top = logp.topk(min(k, int(torch.isfinite(logp).sum())))
         beams = [([t], s) for t, s in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+        if not beams:  # nothing allowed first
+            return [([], 0.0)]
         # The beams advance in lockstep, one batched encoder step each: row i of `rows` holds the prompt and beam
         # i's tokens but its last (the prompt's keys/values are shared, copied once per beam).
         rows = KVCache(len(cache.keys))

@@ -124,6 +124,8 @@ def test_ar_drafts_are_a_beam_search_scored_whole(model):
     assert two[0][1] >= model.continuation_logprobs(prompt, [greedy[:2]])[0] - 1e-5
     allowed = model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[40, 41, 42, 43], k=2)
     assert len(allowed) == 2 and {d[0][0] for d in allowed} <= {40, 41, 42, 43}
+    assert model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[], k=2) == [([], 0.0)]  # nothing allowed
+    assert model.ar_draft(prompt, 0, stop_ids=set()) == []
     stop = drafts[0][0][1]  # a draft ends at its first stop id, included
     assert all(stop not in d[:-1] for d, _ in model.ar_drafts(prompt, 5, stop_ids={stop}, k=3))
 
