@@ -167,8 +167,9 @@ class DiffusionModel:
         first_allowed: list[int] | None = None,
         k: int = 1,
     ) -> list[tuple[list[int], float]]:
-        """Up to `k` drafts from a beam search of width `k` over the encoder's head, each with its summed
-        log-probability (nats, its stop token included), likeliest first; k=1 is the greedy draft. A draft ends at a
+        """The best draft of a beam search of width `k` over the encoder's head, then the other drafts that finished
+        before it was sure (at most `k` in all), each with its summed log-probability (nats, its stop token
+        included), likeliest first; k=1 is the greedy draft. A draft ends at a
         stop id or after `max_tokens`. Greedy decoding goes wrong most at the first word (mid-word, several fit):
         scoring whole continuations picks the one the model believes as a whole. The cache is left holding the
         prompt; the beams extend copies of it."""
@@ -199,8 +200,8 @@ class DiffusionModel:
         while beams:
             live = [i for i, (tokens, _) in enumerate(beams) if tokens[-1] not in stop_ids and len(tokens) < max_tokens]
             done = sorted(done + [b for i, b in enumerate(beams) if i not in live], key=lambda d: -d[1])[:k]
-            # A beam's score only falls as it grows: stop once k finished drafts beat every live one.
-            if not live or (len(done) == k and done[-1][1] >= max(beams[i][1] for i in live)):
+            # A beam's score only falls as it grows: once a finished draft beats every live one, it is the best.
+            if not live or (done and done[0][1] >= max(beams[i][1] for i in live)):
                 break
             _select_rows(rows, live)
             last = torch.tensor([[beams[i][0][-1]] for i in live], device=device)
