@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import json
 import random
 import time
@@ -75,14 +76,16 @@ def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | Non
 
 
 def draw_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
-    """`n` cases, rest-of-line and multi-line in turn, one per file in a seeded order; when the files run out
+    """`n` cases, one per file in a seeded order, rest-of-line and multi-line by turns; when the files run out
     another pass draws new cut points from the same files (so a small package still gives `n` cases)."""
     texts: dict[Path, str | None] = {}
     cases: list[Case] = []
     files = _files(root, rng)
-    while len(cases) < n:
+    for turn in itertools.count():
+        if len(cases) >= n:
+            break
         before = len(cases)
-        for path in files:
+        for index, path in enumerate(files):
             if len(cases) >= n:
                 break
             if path not in texts:
@@ -93,7 +96,9 @@ def draw_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
                 texts[path] = text if text is not None and len(text) <= 200_000 else None
             if texts[path] is None:
                 continue
-            case = make_case(str(path), texts[path], rng, "line" if len(cases) % 2 == 0 else "lines")
+            # Kinds alternate by file, and each pass swaps them (a file cut for the rest of a line is cut for lines
+            # next), so rest-of-line cases do not all come from the same half of the files.
+            case = make_case(str(path), texts[path], rng, "line" if (index + turn) % 2 == 0 else "lines")
             if case is not None:
                 cases.append(case)
         if len(cases) == before:

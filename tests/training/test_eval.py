@@ -29,7 +29,8 @@ def test_draw_cases_makes_more_passes_over_few_files(tmp_path):
     (tmp_path / "lib.py").write_text(LIB)
     (tmp_path / "app.py").write_text(APP)
     cases = draw_cases(str(tmp_path), 10, random.Random(1))
-    assert len(cases) == 10 and [c.kind for c in cases] == ["line", "lines"] * 5
+    assert len(cases) == 10 and [c.kind for c in cases[:2]] == ["line", "lines"]
+    assert {c.kind for c in cases if c.path.endswith("app.py")} == {"line", "lines"}  # kinds swap between passes
     assert len({(c.path, c.offset, c.truth) for c in cases}) > 2  # not the same two cases again
     again = draw_cases(str(tmp_path), 10, random.Random(1))
     assert [(c.path, c.offset, c.truth) for c in again] == [(c.path, c.offset, c.truth) for c in cases]
