@@ -57,7 +57,7 @@ class EngineOptions:
     token_healing: bool = True  # mid-line, take the partial last token back and make the answer start with it
     # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
     # old one by more than this (mean log-probability per token, nats).
-    rename_prior: float = 2.0  # tuned on held-out asyncio renames (docs/benchmarks.md)
+    rename_prior: float = 4.0  # tuned on held-out stdlib/click/attrs/pygls renames (docs/benchmarks.md)
     # A name defined elsewhere in the workspace that extends the word being typed replaces the draft's own
     # word unless the model believes its own by more than this (summed log-probability, nats); < 0 = off.
     symbol_prior: float = 8.0  # tuned on held-out stdlib/click/attrs/pygls (docs/benchmarks.md)
