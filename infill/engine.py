@@ -82,6 +82,7 @@ class EngineOptions:
 
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
+ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `from .x`, `..`, `...`)
 ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
@@ -181,7 +182,11 @@ class CompletionEngine:
             return (healed, typed, names) if names else None
         if len(typed) < 2:
             return None
-        near = Counter(w for w in IDENT.findall(window) if w.startswith(typed) and w != typed)
+        if ATTRIBUTE_DOT.search(text, max(0, start - 2), start):  # `f.re|` is an attribute: names used after a dot
+            used = re.findall(rf"(?<=[\w)\]])\.({re.escape(typed)}\w*)", window)
+        else:
+            used = IDENT.findall(window)
+        near = Counter(w for w in used if w.startswith(typed) and w != typed)
         names = [w for w, _ in near.most_common(MAX_SYMBOLS)]
         if self.workspace is not None:
             chunks = self.workspace.search(context.query_terms(text, offset), exclude_path=path, k=8, prefix=typed)

@@ -156,6 +156,14 @@ def test_known_names_extending_the_typed_word(engine):
     attrs = "self.count = 0\nself.name = n\nprint(self.count, other.size)\nself."
     assert engine._symbols(attrs, len(attrs), "", None) == ("", "", ["count", "name"])  # what the file uses on self
     assert engine._symbols("x = y.", 6, "", None) is None  # nothing known about y
+    # After `obj.` with a word begun, only names the file uses after a dot (not the file's functions); a relative
+    # import's dot is no attribute.
+    calls = "def read_config(path):\n    line = src.readline()\n    return f.re"
+    assert engine._symbols(calls, len(calls), "", None)[2] == ["readline"]
+    plain = "def read_config(path):\n    line = src.readline()\n    return re"
+    assert {"read_config", "readline"} <= set(engine._symbols(plain, len(plain), "", None)[2])
+    rel = "import streams\nfrom .st"
+    assert engine._symbols(rel, len(rel), "", None)[2] == ["streams"]
     engine.options.symbol_prior = -1.0
     try:
         assert engine._symbols(text, len(text), healed, None) is None  # switched off
