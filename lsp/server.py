@@ -130,6 +130,8 @@ class DiffillServer(LanguageServer):
         and cross-file context only for models trained with it (it shifts the prompt of the others)."""
         s, card = self.settings, self.loaded
         user = {"min_confidence": s.min_confidence} if s.min_confidence >= 0 else {}
+        if s.draft_candidates:
+            user["draft_candidates"] = s.draft_candidates
         return EngineOptions.from_card(
             card, steps=s.steps, canvas_length=s.canvas_length, max_prompt_tokens=s.max_prompt_tokens, **user
         )

@@ -30,6 +30,7 @@ class Settings:
     enabled: bool = True
     threads: int = 0  # 0 = automatic (1 for small models on few cores)
     min_confidence: float = -1.0  # cut answers at the first token under this probability; -1 = the model's card
+    draft_candidates: int = 0  # beam width of rest-of-line drafts; 0 = the model's card, 1 = greedy (fastest)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -56,13 +57,14 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         return value, None if value in PRECISIONS else f"must be one of {', '.join(PRECISIONS)}"
     if name == "quantization":
         return value, None if value in QUANTIZATION else f"must be one of {', '.join(QUANTIZATION)}"
-    if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads"):
+    if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads", "draft_candidates"):
         bounds = {
             "steps": (1, 128),
             "canvas_length": (0, 256),
             "latency_budget_ms": (10, 60_000),
             "max_prompt_tokens": (16, 32_768),
             "threads": (0, 256),
+            "draft_candidates": (0, 16),
         }[name]
         if isinstance(value, bool) or not isinstance(value, int):
             return value, f"must be an integer in [{bounds[0]}, {bounds[1]}]"

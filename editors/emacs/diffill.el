@@ -45,7 +45,7 @@
 Keys: :model (\"\" = the embedded model, or a folder or Hugging Face
 hub id), :device (\"auto\", \"cpu\", \"cuda\"), :steps (1..128),
 :canvasLength, :enabled, :languages, :latencyBudgetMs,
-:maxPromptTokens, :threads, :minConfidence."
+:maxPromptTokens, :threads, :minConfidence, :draftCandidates."
   :type 'plist)
 
 (defcustom diffill-major-modes

@@ -15,6 +15,22 @@ def test_settings_defaults_and_camel_case():
     assert parse_settings({"minConfidence": 0.3}).min_confidence == 0.3
     assert parse_settings({"minConfidence": 1}).min_confidence == 1.0
     assert Settings().min_confidence == -1.0  # the model card's own
+    assert parse_settings({"draftCandidates": 3}).draft_candidates == 3
+    assert Settings().draft_candidates == 0  # the model card's own
+
+
+def test_user_settings_override_the_models_card():
+    """The engine runs with the card's draft, cut-off and beam width unless the user set their own."""
+    from types import SimpleNamespace
+
+    from diffill.lsp.server import DiffillServer
+
+    card = SimpleNamespace(draft="ar", min_confidence=0.2, draft_candidates=6, trained_with_context=False)
+    own = DiffillServer._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
+    assert (own.draft, own.min_confidence, own.draft_candidates, own.context_tokens) == ("ar", 0.2, 6, 0)
+    user = parse_settings({"draftCandidates": 1, "minConfidence": 0.5, "steps": 2})
+    mine = DiffillServer._engine_options(SimpleNamespace(settings=user, loaded=card))
+    assert (mine.draft, mine.min_confidence, mine.draft_candidates, mine.steps) == ("ar", 0.5, 1, 2)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +45,8 @@ def test_settings_defaults_and_camel_case():
         ({"languages": ["cobol"]}, "cobol"),
         ({"enabled": "yes"}, "enabled"),
         ({"minConfidence": 1.5}, "minConfidence"),
+        ({"draftCandidates": 17}, "draftCandidates"),
+        ({"draftCandidates": 2.5}, "draftCandidates"),
         ({"minConfidence": "high"}, "minConfidence"),
         ({"wat": 1}, "wat: unknown setting"),
         ([1, 2], "must be an object"),

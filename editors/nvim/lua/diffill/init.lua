@@ -20,7 +20,7 @@ M.defaults = {
   },
   root_markers = { '.git' },
   -- initializationOptions: model ('' = embedded), device ('auto'|'cpu'|'cuda'), steps (1..128), canvasLength,
-  -- enabled, languages, latencyBudgetMs, maxPromptTokens, threads, minConfidence
+  -- enabled, languages, latencyBudgetMs, maxPromptTokens, threads, minConfidence, draftCandidates
   settings = {},
   accept_key = '<Tab>',
   -- 'auto': ghost text where Neovim has it (>= 0.12), else the completion menu; 'inline' or 'menu' to force one
