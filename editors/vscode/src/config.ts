@@ -42,6 +42,7 @@ export interface ServerSettings {
   maxPromptTokens?: number;
   threads?: number;
   minConfidence?: number;
+  draftCandidates?: number;
 }
 
 function intIn(value: unknown, lo: number, hi: number): number | undefined {
@@ -87,6 +88,8 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   if (typeof confidence === 'number' && Number.isFinite(confidence)) {
     opts.minConfidence = Math.min(1, Math.max(0, confidence));
   }
+  const beams = intIn(cfg.get<number>('draftCandidates'), 0, 16);
+  if (beams !== undefined && beams > 0) opts.draftCandidates = beams;
   return opts;
 }
 
