@@ -235,10 +235,8 @@ class CompletionEngine:
         return build_canvas(draft, canvas)
 
     def _best_draft(self, prompt, max_tokens: int, stop: set[int], cache, first, k: int) -> list[int]:
-        """The greedy draft, or the likeliest of a beam `k` wide."""
-        if k > 1:
-            return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0][0]
-        return self.model.ar_draft(prompt, max_tokens, stop, cache, first)
+        """The likeliest draft of a beam `k` wide (k=1: the greedy draft)."""
+        return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0][0]
 
     def _prefer_symbol(self, prompt: list[int], draft: list[int], symbols, cache) -> list[int] | None:
         """Token ids of the workspace name that should start the answer instead of the draft's own word, or

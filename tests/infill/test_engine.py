@@ -182,9 +182,9 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
         def __init__(self):
             self.net, self.config = net, net.config
 
-        def ar_draft(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
             drafts.append(prompt)  # the first drafts the word; a second continues after a chosen name
-            return tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n")
+            return [(tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n"), 0.0)]
 
         def continuation_logprobs(self, prompt, continuations, cache=None):
             return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
@@ -216,11 +216,9 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
 
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
             asked.append(k)
+            if k == 1:
+                return [(tok.encode("pass\n"), -1.0)]
             return [(tok.encode("total(x)\n"), -1.0), (tok.encode("other(y)\n"), -3.0)]
-
-        def ar_draft(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None):
-            asked.append("greedy")
-            return tok.encode("pass\n")
 
         def generate(self, prompt, init=None, **kw):
             return [t for t in init if t > 1]
@@ -231,4 +229,4 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
     assert out is not None and out.text == "total(x)" and asked == [3]
     text = "def f(x):\n    y = 1\n    \n"
     eng.complete(SyntaxDocument(text, "python"), text.index("    \n") + 4)
-    assert asked[1:] == ["greedy"]
+    assert asked[1:] == [1]  # greedy
