@@ -22,6 +22,7 @@ from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
 from .context import IDENT_TAIL, RecentEdits
+from .copies import line_copies
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .postprocess import postprocess
@@ -64,6 +65,10 @@ class EngineOptions:
     # Rest-of-line drafts come from a beam search this wide: the continuation the model believes most as a whole
     # (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
     draft_candidates: int = 1
+    # A rest of line copied from another line of the file that starts like this one (infill.copies) replaces the
+    # model's answer unless the model believes its own line by more than this (nats, the line end included;
+    # WHOLE_LINE_BONUS more when the whole typed line matches); < 0 = off.
+    copy_prior: float = 12.0  # tuned on held-out hf_hub and stdlib/click/attrs/pygls (docs/benchmarks.md)
 
     @classmethod
     def from_card(cls, card: LoadedModel | None, **overrides) -> EngineOptions:
@@ -86,6 +91,7 @@ ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `fro
 ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
+WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
 
@@ -216,27 +222,51 @@ class CompletionEngine:
         cache,
         first: list[int] | None,
         symbols: tuple[str, str, list[str]] | None = None,
-    ) -> list[int]:
+    ) -> tuple[list[int], float]:
         """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
         the denoiser then refines it instead of starting from noise. `symbols` (healed text, typed word,
         workspace names that extend it) lets a workspace name replace the draft's word when the model believes
-        it nearly as much (see `_prefer_symbol`)."""
-        if self._newline_ids is None:
-            self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
-        stop = {EOS} | (self._newline_ids if kind == "line" else set())
+        it nearly as much (see `_prefer_symbol`). Returns the canvas and the summed log-probability of the model's
+        own best draft (its stop token included)."""
+        stop = self._line_stops() if kind == "line" else {EOS}
         k = self.options.draft_candidates if kind == "line" else 1
-        draft = self._best_draft(prompt, canvas - 1, stop, cache, first, k)
+        draft, score = self._best_draft(prompt, canvas - 1, stop, cache, first, k)
         if symbols is not None:
             head = self._prefer_symbol(prompt, draft, symbols, cache)
             if head is not None and len(head) < canvas - 1:
-                draft = head + self._best_draft(prompt + head, canvas - 1 - len(head), stop, cache, None, k)
+                draft = head + self._best_draft(prompt + head, canvas - 1 - len(head), stop, cache, None, k)[0]
         while draft and draft[-1] in stop:
             draft.pop()
-        return build_canvas(draft, canvas)
+        return build_canvas(draft, canvas), score
 
-    def _best_draft(self, prompt, max_tokens: int, stop: set[int], cache, first, k: int) -> list[int]:
-        """The likeliest draft of a beam `k` wide (k=1: the greedy draft)."""
-        return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0][0]
+    def _line_stops(self) -> set[int]:
+        """Ids that end a line: EOS and every token with a newline in it."""
+        if self._newline_ids is None:
+            self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
+        return {EOS} | self._newline_ids
+
+    def _best_draft(self, prompt, max_tokens: int, stop: set[int], cache, first, k: int) -> tuple[list[int], float]:
+        """The likeliest draft of a beam `k` wide (k=1: the greedy draft) and its summed log-probability."""
+        return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0]
+
+    def _prefer_copy(
+        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache
+    ) -> list[int] | None:
+        """Token ids of a rest of line copied from the file (infill.copies) that should be the answer instead of
+        the model's own, or None. The model scores each copy as a whole line (its end included); a copy wins when
+        it trails the model's best draft by less than `copy_prior` nats (more for a copy of a whole line): the
+        file's own spelling of a call or an argument list is a better guess than one the model makes up, and the
+        model still rules out lines that do not fit here (measured: diffill eval)."""
+        if self.options.copy_prior < 0:
+            return None
+        copies = line_copies(text, offset)
+        if not copies:
+            return None
+        encoded = [self.tokenizer.encode(healed + c.rest) for c in copies]
+        scores = self.model.continuation_logprobs(prompt, encoded, cache, end_ids=self._line_stops())
+        bonus = [self.options.copy_prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in copies]
+        best = max(range(len(copies)), key=lambda i: scores[i] + bonus[i])
+        return encoded[best] if scores[best] + bonus[best] >= draft_score else None
 
     def _prefer_symbol(self, prompt: list[int], draft: list[int], symbols, cache) -> list[int] | None:
         """Token ids of the workspace name that should start the answer instead of the draft's own word, or
@@ -359,12 +389,14 @@ class CompletionEngine:
             # The rest of a line rarely needs a whole canvas: a shorter one halves each step's cost.
             canvas = min(canvas, self.options.line_canvas_length)
         canvases = 1 if span.kind == "line" else 2
-        symbols = (
-            self._symbols(text, offset, healed, path) if span.kind == "line" and self.options.draft == "ar" else None
-        )
+        ar = self.options.draft == "ar"
+        symbols = self._symbols(text, offset, healed, path) if span.kind == "line" and ar else None
         with self.prompt_cache.use(key or "", prompt) as cache:
-            init = self._draft(prompt, canvas, span.kind, cache, first, symbols) if self.options.draft == "ar" else None
-            ids = self.model.generate(
+            init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if ar else (None, 0.0)
+            copied = (
+                self._prefer_copy(prompt, text, offset, healed, score, cache) if ar and span.kind == "line" else None
+            )
+            ids = copied or self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,
                 seed=self.options.seed,
@@ -376,7 +408,7 @@ class CompletionEngine:
                 min_confidence=self.options.min_confidence,
                 first_allowed=first,
             )
-            tail = text[offset:suffix_start].rstrip() if span.kind == "line" else ""
+            tail = text[offset:suffix_start].rstrip() if span.kind == "line" and not copied else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
                 ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first)
         t2 = time.perf_counter()

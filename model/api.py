@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import torch
@@ -218,11 +218,17 @@ class DiffusionModel:
 
     @torch.inference_mode()
     def continuation_logprobs(
-        self, prompt_ids, continuations: list[list[int]], cache: KVCache | None = None
+        self,
+        prompt_ids,
+        continuations: list[list[int]],
+        cache: KVCache | None = None,
+        end_ids: Collection[int] | None = None,
     ) -> list[float]:
         """Log-probability (summed, nats) of each token sequence right after the prompt under the encoder's LM
-        head: how much the model believes each candidate text (a workspace symbol, its own draft). One short
-        cached encoder pass per candidate; the cache is cut back to the prompt after each."""
+        head: how much the model believes each candidate text (a workspace symbol, its own draft). With `end_ids`,
+        each score also counts the probability that one of those ids comes next (the line ends there), so whole
+        lines compare with the beam's drafts, which end in a stop token. One short cached encoder pass per
+        candidate; the cache is cut back to the prompt after each."""
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
         cache = cache if cache is not None else self.net.new_cache()
@@ -230,16 +236,21 @@ class DiffusionModel:
             cache.truncate(prompt.shape[1] - 1)  # re-encode the last token for its hidden state
         last = self.net.encode(prompt[:, cache.length :], cache)[:, -1:]
         length = cache.length
+        ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
         scores = []
         for tokens in continuations:
             if not tokens:
                 scores.append(0.0)
                 continue
             ids = torch.tensor([tokens], device=device)
-            hidden = torch.cat([last, self.net.encode(ids[:, :-1], cache)], dim=1) if len(tokens) > 1 else last
+            fed = ids if ends is not None else ids[:, :-1]  # the last token's state is needed for the end only
+            hidden = torch.cat([last, self.net.encode(fed, cache)], dim=1) if fed.shape[1] else last
             cache.truncate(length)
-            logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)
-            scores.append(float(logp[0].gather(-1, ids[0].unsqueeze(-1)).sum()))
+            logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)[0]
+            score = float(logp[: len(tokens)].gather(-1, ids[0].unsqueeze(-1)).sum())
+            if ends is not None:
+                score += float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0))
+            scores.append(score)
         return scores
 
     @torch.inference_mode()

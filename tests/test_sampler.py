@@ -251,3 +251,15 @@ def test_continuation_logprobs_match_one_causal_pass(model):
         expected = sum(float(logp[i, t]) for i, t in enumerate(cand))
         assert score == pytest.approx(expected, abs=1e-4)
     assert model.continuation_logprobs(prompt, candidates, cache) == pytest.approx(scores, abs=1e-5)  # reused
+
+
+def test_continuation_logprobs_with_end_ids_add_the_chance_the_line_ends(model):
+    """With end ids, a score is the candidate's log-probability plus log(sum of p(end id)) right after it: the
+    same number a beam gives a draft that stops there when one end id holds all the mass."""
+    prompt, cand, ends = [2, 10, 11, 12], [41, 42], {7, 9}
+    plain = model.continuation_logprobs(prompt, [cand])[0]
+    scored = model.continuation_logprobs(prompt, [cand], end_ids=ends)[0]
+    hidden = model.net.encode(torch.tensor([prompt + cand]), model.net.new_cache())
+    logp = torch.log_softmax(model.net.head(hidden[0, -1]).float(), dim=-1)
+    assert scored == pytest.approx(plain + float(torch.logsumexp(logp[[7, 9]], 0)), abs=1e-4)
+    assert model.continuation_logprobs(prompt, [cand, cand + [7]], end_ids={7})[1] < scored

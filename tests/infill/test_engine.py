@@ -192,7 +192,7 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
         def generate(self, prompt, init=None, **kw):
             return [t for t in init if t > 1]  # the draft as the answer
 
-    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False))
+    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False, copy_prior=-1))
     text = "total = compute_total(x)\ny = comp\n"
     offset = text.index("comp\n") + 4
     drafts = []
@@ -230,3 +230,38 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
     text = "def f(x):\n    y = 1\n    \n"
     eng.complete(SyntaxDocument(text, "python"), text.index("    \n") + 4)
     assert asked[1:] == [1]  # greedy
+
+
+@pytest.mark.parametrize("own_lead, expected", [(5.0, "Logger(__name__)"), (30.0, "Handler(x)")])
+def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_own(own_lead, expected):
+    """`logger = logging.get` starts like a line above: its rest is the answer (no denoising) unless the model's
+    own line leads the copy by more than copy_prior (+ the whole-line bonus); the copy is scored to its line end."""
+    tok = CodeTokenizer.train(CODE + ["logger = logging.getLogger(__name__)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    denoised, asked_ends = [], []
+
+    class Drafter:
+        def __init__(self):
+            self.net, self.config = net, net.config
+
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            return [(tok.encode("Handler(x)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+            asked_ends.append(end_ids)
+            return [-1.0 - own_lead for _ in continuations]
+
+        def generate(self, prompt, init=None, **kw):
+            denoised.append(init)
+            return [t for t in init if t > 1]
+
+    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False, symbol_prior=-1))
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
+    assert out is not None and out.text == expected
+    assert bool(denoised) == (expected == "Handler(x)")
+    assert asked_ends and 1 in asked_ends[0] and tok.encode("\n")[0] in asked_ends[0]
+    eng.options.copy_prior = -1.0  # off: the model's line, and no copy is scored
+    asked_ends.clear()
+    assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Handler(x)"
+    assert asked_ends == []
