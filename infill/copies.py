@@ -9,13 +9,16 @@ alone is as often exactly right as the model's own line, and the two are right o
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_KEY = 5  # characters typed on the line that must match; shorter keys match too much by chance
 WINDOW_BEFORE = 20_000  # characters of the document before the cursor line searched for matches
 WINDOW_AFTER = 5_000  # ... and after it
 MAX_CANDIDATES = 4
+MAX_MATCHES = 2000  # matches looked at per key and text: bounds the time a very common key can take
 
 
 @dataclass(frozen=True)
@@ -34,37 +37,63 @@ def _common_suffix(a: str, a_end: int, b: str, b_end: int, limit: int) -> int:
     return n
 
 
-def line_copies(text: str, offset: int, min_key: int = MIN_KEY, limit: int = MAX_CANDIDATES) -> list[LineCopy]:
+def typed_on_line(text: str, offset: int) -> str:
+    """The text before the cursor on its line, indentation left out: what copies must match."""
+    return text[text.rfind("\n", 0, offset) + 1 : offset].lstrip(" \t")
+
+
+def _key_lengths(typed: int, min_key: int) -> list[int]:
+    """Key lengths to search, longest first: the whole typed text, then halving down to `min_key`. A long key
+    finds the strongest evidence with few matches; shorter ones run only while candidates are still missing."""
+    lengths = [typed]
+    while lengths[-1] // 2 > min_key:
+        lengths.append(lengths[-1] // 2)
+    return lengths + [min_key] if lengths[-1] != min_key else lengths
+
+
+def line_copies(
+    text: str, offset: int, others: Sequence[str] = (), min_key: int = MIN_KEY, limit: int = MAX_CANDIDATES
+) -> list[LineCopy]:
     """Candidates for the rest of the line at `offset`, best evidence first: the longest match of the typed text
-    before the cursor (then the most lines that continue the same way, then the nearest). Lines that would only
-    repeat what already follows the cursor are left out."""
-    line_start = text.rfind("\n", 0, offset) + 1
-    typed = text[line_start:offset].lstrip(" \t")
-    if len(typed) < min_key or "\n" in typed:
+    before the cursor (then a match of the whole line, then the most lines that continue the same way, then the
+    nearest line of this file). `others` are more texts to copy from (files beside this one, open documents),
+    searched after this file's window. Lines that would only repeat what already follows the cursor are left
+    out."""
+    typed = typed_on_line(text, offset)
+    if len(typed) < min_key:
         return []
+    line_start = text.rfind("\n", 0, offset) + 1
     line_end = text.find("\n", offset)
     line_end = len(text) if line_end < 0 else line_end
     current_rest = text[offset:line_end].rstrip()
     window_start = max(0, line_start - WINDOW_BEFORE)
     window = text[window_start:line_start] + text[line_end : line_end + WINDOW_AFTER]
     cursor = line_start - window_start  # where the current line was cut out of the window
-    key = typed[-min_key:]
-    found: dict[str, tuple[int, bool, int]] = {}  # rest -> (key length, whole line, distance), the best match
+    sources = [(window, cursor)] + [(other, None) for other in others]
+    found: dict[str, tuple[int, bool, float]] = {}  # rest -> (key length, whole line, -distance): the best match
     counts: Counter[str] = Counter()
-    at = window.find(key)
-    while at >= 0:
-        end = at + len(key)
-        rest_end = window.find("\n", end)
-        rest_end = len(window) if rest_end < 0 else rest_end
-        rest = window[end:rest_end].rstrip()
-        if rest and rest != current_rest:
-            matched = _common_suffix(window, end, typed, len(typed), len(typed))
-            before = window[window.rfind("\n", 0, end - matched) + 1 : end - matched]
-            whole = matched == len(typed) and not before.strip(" \t")
-            evidence = (matched, whole, -abs(at - cursor))
-            counts[rest] += 1
-            if rest not in found or evidence > found[rest]:
-                found[rest] = evidence
-        at = window.find(key, at + 1)
+    longer = len(typed) + 1  # the previous key's length: matches at least this long were taken already
+    for key_length in _key_lengths(len(typed), min_key):
+        key = typed[-key_length:]
+        for source, here in sources:
+            at, seen = source.find(key), 0
+            while at >= 0 and seen < MAX_MATCHES:
+                seen += 1
+                end = at + key_length
+                rest_end = source.find("\n", end)
+                rest_end = len(source) if rest_end < 0 else rest_end
+                rest = source[end:rest_end].rstrip()
+                matched = _common_suffix(source, end, typed, len(typed), len(typed))
+                if rest and rest != current_rest and matched < longer:
+                    before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
+                    whole = matched == len(typed) and not before.strip(" \t")
+                    evidence = (matched, whole, -abs(at - here) if here is not None else -math.inf)
+                    counts[rest] += 1
+                    if rest not in found or evidence > found[rest]:
+                        found[rest] = evidence
+                at = source.find(key, at + 1)
+        if len(found) >= limit:
+            break  # what shorter keys find matches less of the line: it would rank below these
+        longer = key_length
     ranked = sorted(found, key=lambda r: (found[r][0], found[r][1], counts[r], found[r][2]), reverse=True)
     return [LineCopy(r, found[r][0], found[r][1], counts[r]) for r in ranked[:limit]]

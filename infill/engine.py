@@ -7,11 +7,13 @@ opener or in an empty body, a multi-line body; on an empty line, a few lines.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diffill.model.api import DiffusionModel
@@ -22,15 +24,18 @@ from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
 from .context import IDENT_TAIL, RecentEdits
-from .copies import line_copies
+from .copies import MIN_KEY, line_copies, typed_on_line
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
+from .neighbors import MAX_FILE_BYTES, SiblingFiles
 from .postprocess import postprocess
 from .spans import select_span
 from .workspace import IDENT, WorkspaceIndex
 
 if TYPE_CHECKING:
     from diffill.model.runtime import LoadedModel
+
+log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
 
@@ -91,6 +96,7 @@ ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `fro
 ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
+MAX_OPEN_SOURCES = 16  # open documents searched for copies (the last opened)
 WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
@@ -123,6 +129,10 @@ class CompletionEngine:
         self._newline_ids: set[int] | None = None
         self._vocab_text: list[str] | None = None
         self._first_ids: dict[str, list[int]] = {}
+        self.siblings = SiblingFiles()
+        # The editor's open documents (file path -> text), set by the server: copies come from them too, and
+        # their unsaved text replaces what the disk has.
+        self.open_documents: Callable[[], dict[str, str]] | None = None
 
     def prompt_for(
         self, text: str, offset: int, suffix_start: int, context: list[str] | None = None, heal: bool = False
@@ -249,8 +259,23 @@ class CompletionEngine:
         """The likeliest draft of a beam `k` wide (k=1: the greedy draft) and its summed log-probability."""
         return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0]
 
+    def _copy_sources(self, path: str | None) -> list[str]:
+        """Texts besides the document's own that rest-of-line copies may come from: the other open documents,
+        then the files beside this one on disk (see infill.neighbors)."""
+        opened = {}
+        if self.open_documents is not None:
+            try:
+                opened = {str(Path(p).resolve()): t for p, t in self.open_documents().items()}
+            except Exception:  # a source of extra context must never cost the completion
+                log.exception("open documents for copies")
+        here = str(Path(path).resolve()) if path else None
+        texts = [t for p, t in opened.items() if p != here and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
+        if path:
+            texts += [t for p, t in self.siblings.texts(path) if str(p.resolve()) not in opened]
+        return texts
+
     def _prefer_copy(
-        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache
+        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache, path: str | None
     ) -> list[int] | None:
         """Token ids of a rest of line copied from the file (infill.copies) that should be the answer instead of
         the model's own, or None. The model scores each copy as a whole line (its end included); a copy wins when
@@ -259,7 +284,9 @@ class CompletionEngine:
         model still rules out lines that do not fit here (measured: diffill eval)."""
         if self.options.copy_prior < 0:
             return None
-        copies = line_copies(text, offset)
+        if len(typed_on_line(text, offset)) < MIN_KEY:
+            return None  # too little typed to match: the files around need not be read
+        copies = line_copies(text, offset, self._copy_sources(path))
         if not copies:
             return None
         encoded = [self.tokenizer.encode(healed + c.rest) for c in copies]
@@ -394,7 +421,9 @@ class CompletionEngine:
         with self.prompt_cache.use(key or "", prompt) as cache:
             init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if ar else (None, 0.0)
             copied = (
-                self._prefer_copy(prompt, text, offset, healed, score, cache) if ar and span.kind == "line" else None
+                self._prefer_copy(prompt, text, offset, healed, score, cache, path)
+                if ar and span.kind == "line"
+                else None
             )
             ids = copied or self.model.generate(
                 prompt,

@@ -148,6 +148,8 @@ def _eval(args: argparse.Namespace) -> int:
         token_healing=not args.no_healing,
         draft_margin=args.draft_margin,
         draft_candidates=args.draft_candidates,
+        siblings=args.siblings,
+        copy_prior=args.copy_prior,
     )
     return 0
 
@@ -241,6 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="beam width of rest-of-line drafts (0 = the model's card; 1 = greedy)",
+    )
+    ev.add_argument(
+        "--copy-prior",
+        type=float,
+        default=None,
+        help="nats a line copied from the file may trail the model's own by (-1 = no copies; default: the engine's)",
+    )
+    ev.add_argument(
+        "--siblings",
+        action="store_true",
+        help="copies may also come from the files beside each case's file, as in an editor (never the file itself)",
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")

@@ -165,7 +165,12 @@ class DiffillServer(LanguageServer):
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
         engine.workspace = self.workspace_index
         engine.recent = self.recent
+        engine.open_documents = self._open_documents
         return engine
+
+    def _open_documents(self) -> dict[str, str]:
+        """The open documents' text by file path: rest-of-line copies come from them (CompletionEngine)."""
+        return {path: state.doc.text for uri, state in list(self.docs.items()) if (path := to_fs_path(uri))}
 
     def _record_edits(self, uri: str, params: types.DidChangeTextDocumentParams, state: DocState) -> None:
         for change in params.content_changes[-1:]:

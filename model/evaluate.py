@@ -143,6 +143,8 @@ def run(
     token_healing: bool = True,
     draft_margin: str = "model",
     draft_candidates: int = 0,
+    siblings: bool = False,
+    copy_prior: float | None = None,
 ) -> dict:
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
@@ -165,6 +167,7 @@ def run(
         max_prompt_tokens=prompt_tokens,
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
+        **({"copy_prior": copy_prior} if copy_prior is not None else {}),
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options)
@@ -177,7 +180,9 @@ def run(
         doc = SyntaxDocument(case.text, lang)
         base_errors = count_errors(lang, case.text) if lang else 0
         t0 = time.perf_counter()
-        comp = engine.complete(doc, case.offset)
+        # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
+        # come from the files beside it (never from the file itself: its copy on disk holds the truth).
+        comp = engine.complete(doc, case.offset, path=case.path if siblings else None)
         latencies.append((time.perf_counter() - t0) * 1e3)
         if comp is None:
             answer, new_text = "", case.text
@@ -203,7 +208,7 @@ def run(
         "latency_ms_p95": round(latencies[int(len(latencies) * 0.95)], 1) if latencies else 0.0,
     }
     where = root if isinstance(root, str) else ",".join(root)
-    out(f"root={where} cases={len(cases)} steps={steps} seed={seed}")
+    out(f"root={where} cases={len(cases)} steps={steps} seed={seed} siblings={siblings}")
     out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}")
     for name in ("rest_of_line", "multi_line", "model", "baseline_empty", "baseline_prev_line"):
         m = summary[name]

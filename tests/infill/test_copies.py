@@ -53,3 +53,56 @@ def test_short_typed_text_and_no_match_give_nothing():
     assert line_copies(text, offset) == []
     text, offset = at_cursor("|")
     assert line_copies(text, offset) == []
+
+
+def test_other_texts_give_candidates_and_this_file_wins_a_tie():
+    other = "def g():\n    logger = logging.getLogger('other')\n    client = make_client(timeout=5)\n"
+    text, offset = at_cursor("def f():\n    client = make_client(timeout=3)\n    client = make_|\n")
+    copies = line_copies(text, offset, [other])
+    assert [c.rest for c in copies] == ["client(timeout=3)", "client(timeout=5)"]  # same evidence: this file first
+    text, offset = at_cursor("def h():\n    logger = logging.get|\n")
+    assert [c.rest for c in line_copies(text, offset, [other])] == ["Logger('other')"]
+    assert [c.count for c in line_copies(text, offset, [other, other])] == [2]  # more texts agreeing: a higher count
+
+
+def brute_force(text: str, offset: int, limit: int = 4) -> list[str]:
+    """Every match of the shortest key, ranked by the longest agreement before it (a text within the search
+    window): the definition that the progressive search (long keys first) must agree with on its top ones."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    typed = text[line_start:offset].lstrip()
+    line_end = text.find("\n", offset)
+    others = text[:line_start] + text[line_end:]
+    best: dict[str, int] = {}
+    for i in range(len(others)):
+        if others.startswith(typed[-5:], i):
+            n = 0
+            while n < len(typed) and i + 5 - n > 0 and others[i + 5 - n - 1] == typed[len(typed) - n - 1]:
+                n += 1
+            end = others.find("\n", i + 5)
+            rest = others[i + 5 : end if end >= 0 else None].rstrip()
+            if rest and rest != text[offset:line_end].rstrip():
+                best[rest] = max(best.get(rest, 0), n)
+    lengths = sorted(set(best.values()), reverse=True)
+    top = [r for r in best if best[r] in lengths[:1]]
+    return sorted(top)
+
+
+def test_the_longest_matches_agree_with_a_brute_force_search():
+    import random
+
+    rng, long_keys = random.Random(3), 0
+    words = ["self.", "assert", "Equal", "(x", ", y)", "get", "_name", "logger", " = ", "client.", "call("]
+    lines = ["    " + "".join(rng.choice(words) for _ in range(rng.randint(2, 6))) for _ in range(150)]
+    for trial in range(40):
+        i = rng.randrange(10, len(lines))
+        cut = rng.randrange(4 + 5, max(10, len(lines[i])))
+        text = "\n".join(lines[:i] + [lines[i][:cut]] + lines[i + 1 :])
+        offset = len("\n".join(lines[:i])) + 1 + cut
+        if len(lines[i][:cut].lstrip()) < 5:
+            continue
+        expected = brute_force(text, offset)
+        got = line_copies(text, offset, limit=100)
+        longest = [c.rest for c in got if got and c.key_length == got[0].key_length]
+        assert sorted(longest) == expected, (trial, lines[i][:cut])
+        long_keys += got[0].key_length > 5 if got else 0
+    assert long_keys >= 5  # the longer keys were exercised, not only the shortest

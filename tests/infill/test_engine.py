@@ -265,3 +265,24 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     asked_ends.clear()
     assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Handler(x)"
     assert asked_ends == []
+
+
+def test_copies_come_from_open_documents_and_the_files_beside_but_never_the_file_itself(engine, tmp_path):
+    """The open documents' text wins over the disk's (unsaved edits); the edited file's own path is left out,
+    and a failing source of open documents costs nothing."""
+    here, beside, opened = tmp_path / "here.py", tmp_path / "beside.py", tmp_path / "opened.py"
+    here.write_text("secret_truth = 1\n")
+    beside.write_text("on disk\n")
+    opened.write_text("stale\n")
+    engine.open_documents = lambda: {str(opened): "unsaved\n", str(here): "the editor's copy of this file\n"}
+    try:
+        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "unsaved\n"]
+        assert engine._copy_sources(None) == ["unsaved\n", "the editor's copy of this file\n"]
+
+        def broken():
+            raise RuntimeError("boom")
+
+        engine.open_documents = broken
+        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]  # the disk's texts only
+    finally:
+        engine.open_documents = None

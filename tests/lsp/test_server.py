@@ -286,3 +286,15 @@ async def test_a_parameter_added_to_a_signature_is_passed_on_at_the_calls_below(
         line=5, character=len("    return fetch(url)")
     )
     assert item.insert_text == "):\n    return get(url)\n\n\ndef main(url, timeout):\n    return fetch(url, timeout)"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_line_of_another_open_document_is_copied(client: LanguageClient):
+    """Rest-of-line copies come from the other open documents too: the line that another file starts the same
+    way ends this one (the model alone does not know this project's helper)."""
+    other = 'def setup():\n    with open(config_path, encoding="utf-8") as handle:\n        return handle.read()\n'
+    open_doc(client, other)
+    text = "def build():\n    with open(config_pa"
+    uri = open_doc(client, text)
+    res = await inline(client, uri, end_position(text))
+    assert res.items and res.items[0].insert_text == 'th, encoding="utf-8") as handle:'  # alone: `th):`

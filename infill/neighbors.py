@@ -1,0 +1,64 @@
+"""Files beside the one being edited: texts that rest-of-line copies (infill.copies) may come from.
+
+A project repeats itself across files far more than a model of a few million parameters can remember: test
+modules call the same helpers, clients mirror each other, handlers share their boilerplate. The files in the
+same folder with the same extension are read from disk, cached while their size and mtime stay the same, and
+bounded (count, size per file, total) so that a huge folder costs no more than a small one.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MAX_FILES = 48  # the most recently modified first
+MAX_FILE_BYTES = 256_000
+MAX_TOTAL_BYTES = 4_000_000
+MAX_LISTED = 2000  # folder entries looked at
+
+
+class SiblingFiles:
+    """Texts of the files beside a path (same folder, same extension, not the file itself)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[Path, tuple[tuple[int, int], str]] = {}  # path -> ((mtime_ns, size), text)
+
+    def texts(self, path: str | Path) -> list[tuple[Path, str]]:
+        here = Path(path)
+        try:
+            entries = []
+            for i, p in enumerate(here.parent.iterdir()):
+                if i >= MAX_LISTED:
+                    break
+                if p.suffix == here.suffix and p.name != here.name and not p.is_symlink() and p.is_file():
+                    entries.append((p, p.stat()))
+        except OSError:
+            return []
+        entries.sort(key=lambda e: -e[1].st_mtime_ns)
+        out, total = [], 0
+        for p, st in entries[:MAX_FILES]:
+            if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:
+                continue
+            text = self._read(p, (st.st_mtime_ns, st.st_size))
+            if text:
+                out.append((p, text))
+                total += st.st_size
+        return out
+
+    def _read(self, path: Path, stamp: tuple[int, int]) -> str | None:
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if b"\x00" in data[:8192]:  # binary
+            return None
+        if len(self._texts) > 4 * MAX_FILES:
+            self._texts.clear()
+        text = data.decode("utf-8", errors="replace")
+        self._texts[path] = (stamp, text)
+        return text

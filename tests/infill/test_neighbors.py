@@ -1,0 +1,29 @@
+"""Files beside the edited one: same folder and extension, never the file itself, re-read only when changed."""
+
+import os
+
+from diffill.infill.neighbors import MAX_FILE_BYTES, SiblingFiles
+
+
+def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    (tmp_path / "c.js").write_text("let z = 3\n")
+    (tmp_path / "big.py").write_text("#" * (MAX_FILE_BYTES + 1))
+    (tmp_path / "blob.py").write_bytes(b"\x00\x01binary")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.py").write_text("w = 4\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "b.py")
+    texts = SiblingFiles().texts(tmp_path / "a.py")
+    assert [(p.name, t) for p, t in texts] == [("b.py", "y = 2\n")]
+
+
+def test_a_changed_sibling_is_read_again_and_a_missing_folder_gives_nothing(tmp_path):
+    sib = SiblingFiles()
+    (tmp_path / "b.py").write_text("y = 2\n")
+    assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 2\n"]
+    (tmp_path / "b.py").write_text("y = 22\n")
+    stat = (tmp_path / "b.py").stat()
+    os.utime(tmp_path / "b.py", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 22\n"]
+    assert sib.texts(tmp_path / "gone" / "a.py") == []
