@@ -18,7 +18,7 @@ MIN_KEY = 5  # characters typed on the line that must match; shorter keys match 
 WINDOW_BEFORE = 20_000  # characters of the document before the cursor line searched for matches
 WINDOW_AFTER = 5_000  # ... and after it
 MAX_CANDIDATES = 4
-MAX_MATCHES = 2000  # matches looked at per key and text: bounds the time a very common key can take
+MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,11 @@ def line_copies(
     longer = len(typed) + 1  # the previous key's length: matches at least this long were taken already
     for key_length in _key_lengths(len(typed), min_key):
         key = typed[-key_length:]
+        budget = MAX_MATCHES
         for source, here in sources:
-            at, seen = source.find(key), 0
-            while at >= 0 and seen < MAX_MATCHES:
-                seen += 1
+            at = source.find(key)
+            while at >= 0 and budget > 0:
+                budget -= 1
                 end = at + key_length
                 rest_end = source.find("\n", end)
                 rest_end = len(source) if rest_end < 0 else rest_end

@@ -106,3 +106,13 @@ def test_the_longest_matches_agree_with_a_brute_force_search():
         assert sorted(longest) == expected, (trial, lines[i][:cut])
         long_keys += got[0].key_length > 5 if got else 0
     assert long_keys >= 5  # the longer keys were exercised, not only the shortest
+
+
+def test_a_common_key_looks_at_a_bounded_number_of_matches_this_file_first(monkeypatch):
+    import diffill.infill.copies as copies
+
+    monkeypatch.setattr(copies, "MAX_MATCHES", 10)
+    other = "    value = compute(1)\n" * 100
+    text, offset = at_cursor("    value = compute(2)\n    value = comp|\n")
+    found = line_copies(text, offset, [other])
+    assert [(c.rest, c.count) for c in found] == [("ute(1)", 9), ("ute(2)", 1)]
