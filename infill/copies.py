@@ -98,3 +98,83 @@ def line_copies(
         longer = key_length
     ranked = sorted(found, key=lambda r: (found[r][0], found[r][1], counts[r], found[r][2]), reverse=True)
     return [LineCopy(r, found[r][0], found[r][1], counts[r]) for r in ranked[:limit]]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _previous_lines(lines: list[str], index: int, n: int) -> list[str]:
+    """The `n` non-empty lines before lines[index], nearest first, stripped."""
+    out = []
+    for j in range(index - 1, -1, -1):
+        if lines[j].strip():
+            out.append(lines[j].strip())
+            if len(out) == n:
+                break
+    return out
+
+
+def line_above(text: str, offset: int) -> str:
+    """The nearest non-empty line above the cursor, stripped, when nothing but indentation precedes the cursor on
+    its line; else "" (what next-line copies must match)."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    if text[line_start:offset].strip(" \t"):
+        return ""
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        if text[start:end].strip():
+            return text[start:end].strip()
+        end = start - 1
+    return ""
+
+
+def next_line_copies(
+    text: str, offset: int, others: Sequence[str] = (), limit: int = MAX_CANDIDATES, context: int = 3
+) -> list[LineCopy]:
+    """Candidates for a new line at `offset` (nothing typed on it but indentation): in this file and `others`,
+    the line that follows a line equal to the one above the cursor, at the same depth relative to it. Best
+    evidence first: the most lines above agreeing (up to `context`), then the most places continuing the same
+    way, then the nearest. `key_length` counts the agreeing lines; `whole_line` is always true."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    if text[line_start:offset].strip(" \t"):
+        return []
+    lines = text[:line_start].split("\n")[:-1]  # the lines above the cursor's
+    above = _previous_lines(lines, len(lines), context)
+    if not above or len(above[0]) < MIN_KEY:
+        return []
+    prev = next(ln for ln in reversed(lines) if ln.strip())
+    depth = (offset - line_start) - _indent(prev)  # the cursor's indentation relative to the line above
+    line_end = text.find("\n", offset)
+    below = text[line_end + 1 :] if line_end >= 0 else ""
+    first, size = len(lines), 0
+    while first > 0 and size + len(lines[first - 1]) < WINDOW_BEFORE:
+        first, size = first - 1, size + len(lines[first - 1]) + 1
+    if first == len(lines):
+        return []  # the line above alone is longer than the window
+    here = len(lines) - first  # index in the window of the first line below the cursor
+    window = lines[first:] + below[:WINDOW_AFTER].split("\n")
+    itself = next((j for j in range(here - 1, -1, -1) if window[j].strip()), -1)  # the line above: not a match
+    sources = [(window, here)] + [(other.split("\n"), None) for other in others]
+    found: dict[str, tuple[int, float]] = {}
+    counts: Counter[str] = Counter()
+    budget = MAX_MATCHES
+    for source, cursor in sources:
+        for i, line in enumerate(source):
+            if budget <= 0:
+                break
+            if line.strip() != above[0] or (cursor is not None and i == itself):
+                continue
+            budget -= 1
+            nxt = next((j for j in range(i + 1, min(len(source), i + 4)) if source[j].strip()), None)
+            if nxt is None or _indent(source[nxt]) - _indent(line) != depth:
+                continue
+            rest = source[nxt].strip()
+            agree = 1 + sum(a == b for a, b in zip(above[1:], _previous_lines(source, i, context - 1), strict=False))
+            evidence = (agree, -abs(i - cursor) if cursor is not None else -math.inf)
+            counts[rest] += 1
+            if rest not in found or evidence > found[rest]:
+                found[rest] = evidence
+    ranked = sorted(found, key=lambda r: (found[r][0], counts[r], found[r][1]), reverse=True)
+    return [LineCopy(r, found[r][0], True, counts[r]) for r in ranked[:limit]]

@@ -8,6 +8,7 @@ opener or in an empty body, a multi-line body; on an empty line, a few lines.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections import Counter
@@ -24,7 +25,7 @@ from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
 from .context import IDENT_TAIL, RecentEdits
-from .copies import MIN_KEY, line_copies, typed_on_line
+from .copies import MIN_KEY, line_above, line_copies, next_line_copies, typed_on_line
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .neighbors import MAX_FILE_BYTES, SiblingFiles
@@ -59,7 +60,11 @@ class EngineOptions:
     context_tokens: int = 0  # cross-file context budget; 0 = off (models not trained with context)
     line_canvas_length: int = 0  # canvas for rest-of-line spans; 0 = the same as the others
     draft: str = ""  # "ar": seed the canvas with a greedy draft from the encoder's LM head, then denoise
-    min_confidence: float = 0.0  # cut the answer before the first token the model gave a lower probability
+    # Cut the answer before the first token the model gives a lower probability (0 = off): a shorter answer that
+    # is right beats a longer one that goes wrong. The model's own rest of line (AR drafts) is judged by its
+    # encoder's probability of each token after the ones before; other answers by the denoiser's confidence.
+    # Copies stay whole.
+    min_confidence: float = 0.0
     token_healing: bool = True  # mid-line, take the partial last token back and make the answer start with it
     # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
     # old one by more than this (mean log-probability per token, nats).
@@ -74,6 +79,11 @@ class EngineOptions:
     # model's answer unless the model believes its own line by more than this (nats, the line end included;
     # WHOLE_LINE_BONUS more when the whole typed line matches); < 0 = off.
     copy_prior: float = 12.0  # tuned on held-out hf_hub and stdlib/click/attrs/pygls (docs/benchmarks.md)
+    # On a new line, the line that followed the line above elsewhere (infill.copies.next_line_copies) is the
+    # answer unless the model believes its own best line by more than this (nats, + WHOLE_LINE_BONUS). None: a
+    # copy always wins and the model only ranks the copies (measured for the embedded model, whose own new lines
+    # are seldom right: hf_hub multi-line useful 0.124 with 12, 0.179 with None; docs/benchmarks.md).
+    next_line_prior: float | None = None
 
     @classmethod
     def from_card(cls, card: LoadedModel | None, **overrides) -> EngineOptions:
@@ -138,7 +148,8 @@ class CompletionEngine:
         self, text: str, offset: int, suffix_start: int, context: list[str] | None = None, heal: bool = False
     ) -> tuple[list[int], str]:
         """(FIM prompt ids, healed text). With `heal`, the prefix's last token is taken back when it is a piece
-        of the current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle): the answer
+        of the current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle; `return ` ends
+        in a space, which the model writes as the start of the next word): the answer
         must then start with that text (see `first_token_ids`), so the model writes the whole natural token."""
         o = self.options
         prefix = _prefix_window(text, offset, o.max_prompt_tokens * CHARS_PER_TOKEN)
@@ -148,7 +159,10 @@ class CompletionEngine:
         healed = ""
         if heal and len(prefix_ids) > 1:
             last = self.tokenizer.decode(prefix_ids[-1:])
-            if last.strip() and "\n" not in last and prefix.endswith(last) and self.first_token_ids(last):
+            typed_before = prefix[: len(prefix) - len(last)].rsplit("\n", 1)[-1].strip()
+            # a trailing space after code is taken back too (`return |`); a line's indentation is not
+            partial = last.strip() or typed_before
+            if partial and "\n" not in last and prefix.endswith(last) and self.first_token_ids(last):
                 prefix_ids, healed = prefix_ids[:-1], last
         prompt = build_prompt(prefix_ids, suffix_ids, o.max_prompt_tokens, o.max_suffix_tokens, context=blocks)
         return prompt, healed
@@ -282,16 +296,36 @@ class CompletionEngine:
         it trails the model's best draft by less than `copy_prior` nats (more for a copy of a whole line): the
         file's own spelling of a call or an argument list is a better guess than one the model makes up, and the
         model still rules out lines that do not fit here (measured: diffill eval)."""
-        if self.options.copy_prior < 0:
+        if self.options.copy_prior < 0 or len(typed_on_line(text, offset)) < MIN_KEY:
+            return None  # (too little typed to match: the files around need not be read)
+        return self._pick_copy(prompt, line_copies(text, offset, self._copy_sources(path)), healed, draft_score, cache)
+
+    def _prefer_next_line(self, prompt: list[int], text: str, offset: int, canvas: int, cache, path: str | None):
+        """On a new line (a block body, a few lines): token ids of the line that follows the line above the cursor
+        elsewhere in the file or beside it (infill.copies.next_line_copies), when the model finds it nearly as
+        likely as its own best line (a beam over one line); else None. The answer is then that one line."""
+        if self.options.copy_prior < 0 or len(line_above(text, offset)) < MIN_KEY:
             return None
-        if len(typed_on_line(text, offset)) < MIN_KEY:
-            return None  # too little typed to match: the files around need not be read
-        copies = line_copies(text, offset, self._copy_sources(path))
+        copies = next_line_copies(text, offset, self._copy_sources(path))
+        if not copies:
+            return None
+        score = -math.inf  # no prior: the best-scored copy wins, the model's own line is not drafted
+        if self.options.next_line_prior is not None:
+            k = self.options.draft_candidates
+            score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, None, k)[1]
+        return self._pick_copy(prompt, copies, "", score, cache, self.options.next_line_prior)
+
+    def _pick_copy(
+        self, prompt: list[int], copies: list, healed: str, draft_score: float, cache, prior: float | None = None
+    ) -> list[int] | None:
+        """The ids of the copy the model scores best (to its line end) plus its prior (`copy_prior` unless given,
+        more for a whole line), if that beats `draft_score`."""
         if not copies:
             return None
         encoded = [self.tokenizer.encode(healed + c.rest) for c in copies]
         scores = self.model.continuation_logprobs(prompt, encoded, cache, end_ids=self._line_stops())
-        bonus = [self.options.copy_prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in copies]
+        prior = self.options.copy_prior if prior is None else prior
+        bonus = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in copies]
         best = max(range(len(copies)), key=lambda i: scores[i] + bonus[i])
         return encoded[best] if scores[best] + bonus[best] >= draft_score else None
 
@@ -315,6 +349,17 @@ class CompletionEngine:
             return None
         return encoded[best]
 
+    def _cut_at_doubt(self, prompt: list[int], ids: list[int], healed: str, cache) -> list[int]:
+        """`ids` up to the first token the encoder's head gives less than `min_confidence` after the prompt and the
+        tokens before it; the answer keeps at least one token past the healed text."""
+        n = next((i for i, t in enumerate(ids) if t < len(SPECIAL_TOKENS)), len(ids))  # up to EOS or padding
+        body = ids[:n]
+        floor = math.log(self.options.min_confidence)
+        for i, logp in enumerate(self.model.token_logprobs(prompt, body, cache)):
+            if logp < floor and len(self.tokenizer.decode(body[:i])) > len(healed):
+                return body[:i]
+        return ids
+
     def _with_pinned_tail(self, prompt, ids, tail, canvas, cache, cancel, first: list[int] | None) -> list[int]:
         """Denoise again with the text after the cursor pinned where the model ended its line, then EOS: the
         known closing brackets are held fixed on the canvas and the model fills what comes before them."""
@@ -333,7 +378,7 @@ class CompletionEngine:
             pinned=pins,
             cancel=cancel,
             cache=cache,
-            min_confidence=self.options.min_confidence,
+            min_confidence=0.0 if self.options.draft == "ar" else self.options.min_confidence,  # the encoder cuts
             first_allowed=first,
         )
 
@@ -417,14 +462,18 @@ class CompletionEngine:
             canvas = min(canvas, self.options.line_canvas_length)
         canvases = 1 if span.kind == "line" else 2
         ar = self.options.draft == "ar"
+        line_ar = ar and span.kind == "line"  # the encoder judges these answers (see min_confidence)
         symbols = self._symbols(text, offset, healed, path) if span.kind == "line" and ar else None
         with self.prompt_cache.use(key or "", prompt) as cache:
-            init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if ar else (None, 0.0)
-            copied = (
-                self._prefer_copy(prompt, text, offset, healed, score, cache, path)
-                if ar and span.kind == "line"
-                else None
-            )
+            copied = None
+            if ar and span.kind != "line":
+                line_canvas = min(canvas, self.options.line_canvas_length or canvas)
+                # a copied new line is the whole answer: the multi-line canvas is neither drafted nor denoised
+                copied = self._prefer_next_line(prompt, text, offset, line_canvas, cache, path)
+            draft = ar and not copied
+            init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if draft else (None, 0.0)
+            if line_ar:
+                copied = self._prefer_copy(prompt, text, offset, healed, score, cache, path)
             ids = copied or self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,
@@ -434,12 +483,14 @@ class CompletionEngine:
                 cancel=cancel,
                 cache=cache,
                 init=init,
-                min_confidence=self.options.min_confidence,
+                min_confidence=0.0 if line_ar else self.options.min_confidence,
                 first_allowed=first,
             )
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" and not copied else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
                 ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first)
+            if line_ar and not copied and self.options.min_confidence > 0:
+                ids = self._cut_at_doubt(prompt, ids, healed, cache)
         t2 = time.perf_counter()
         raw = self.tokenizer.decode(ids)
         if healed:  # the answer starts with the text taken back from the prompt: it is already in the buffer

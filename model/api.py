@@ -216,7 +216,6 @@ class DiffusionModel:
             _select_rows(rows, [row for _, row, _ in grown])
         return done
 
-    @torch.inference_mode()
     def continuation_logprobs(
         self,
         prompt_ids,
@@ -227,8 +226,20 @@ class DiffusionModel:
         """Log-probability (summed, nats) of each token sequence right after the prompt under the encoder's LM
         head: how much the model believes each candidate text (a workspace symbol, its own draft). With `end_ids`,
         each score also counts the probability that one of those ids comes next (the line ends there), so whole
-        lines compare with the beam's drafts, which end in a stop token. One short cached encoder pass per
-        candidate; the cache is cut back to the prompt after each."""
+        lines compare with the beam's drafts, which end in a stop token."""
+        return [sum(row) for row in self._continuation_rows(prompt_ids, continuations, cache, end_ids)]
+
+    def token_logprobs(self, prompt_ids, tokens: list[int], cache: KVCache | None = None) -> list[float]:
+        """Each token's log-probability after the prompt and the tokens before it (encoder head): where the
+        model stops being sure of an answer."""
+        return self._continuation_rows(prompt_ids, [tokens], cache, None)[0]
+
+    @torch.inference_mode()
+    def _continuation_rows(
+        self, prompt_ids, continuations: list[list[int]], cache: KVCache | None, end_ids: Collection[int] | None
+    ) -> list[list[float]]:
+        """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
+        One short cached encoder pass per candidate; the cache is cut back to the prompt after each."""
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
         cache = cache if cache is not None else self.net.new_cache()
@@ -237,21 +248,21 @@ class DiffusionModel:
         last = self.net.encode(prompt[:, cache.length :], cache)[:, -1:]
         length = cache.length
         ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
-        scores = []
+        rows = []
         for tokens in continuations:
             if not tokens:
-                scores.append(0.0)
+                rows.append([])
                 continue
             ids = torch.tensor([tokens], device=device)
             fed = ids if ends is not None else ids[:, :-1]  # the last token's state is needed for the end only
             hidden = torch.cat([last, self.net.encode(fed, cache)], dim=1) if fed.shape[1] else last
             cache.truncate(length)
             logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)[0]
-            score = float(logp[: len(tokens)].gather(-1, ids[0].unsqueeze(-1)).sum())
+            row = logp[: len(tokens)].gather(-1, ids[0].unsqueeze(-1)).squeeze(-1).tolist()
             if ends is not None:
-                score += float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0))
-            scores.append(score)
-        return scores
+                row.append(float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0)))
+            rows.append(row)
+        return rows
 
     @torch.inference_mode()
     def denoise_logits(self, prompt_ids, canvas_ids, prev_logits: torch.Tensor | None = None) -> torch.Tensor:

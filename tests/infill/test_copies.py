@@ -1,6 +1,6 @@
 """Rest-of-line copies: which other lines of the file continue the way the current one started."""
 
-from diffill.infill.copies import LineCopy, line_copies
+from diffill.infill.copies import LineCopy, line_above, line_copies, next_line_copies
 
 
 def at_cursor(text: str) -> tuple[str, int]:
@@ -116,3 +116,42 @@ def test_a_common_key_looks_at_a_bounded_number_of_matches_this_file_first(monke
     text, offset = at_cursor("    value = compute(2)\n    value = comp|\n")
     found = line_copies(text, offset, [other])
     assert [(c.rest, c.count) for c in found] == [("ute(1)", 9), ("ute(2)", 1)]
+
+
+def test_a_new_line_copies_what_followed_the_same_line_elsewhere_at_the_same_depth():
+    text, offset = at_cursor(
+        "class A(unittest.TestCase):\n"
+        "    def setUp(self):\n"
+        "        super().setUp()\n"
+        "        self.client = Client()\n"
+        "\n"
+        "class B(unittest.TestCase):\n"
+        "    def setUp(self):\n"
+        "        |\n"
+    )
+    copies = next_line_copies(text, offset)
+    assert [c.rest for c in copies] == ["super().setUp()"]
+    assert copies[0].key_length == 1  # one line above agrees (`class A` is not `class B`)
+    # one level shallower, the line after `def setUp(self):` is no candidate: it sits deeper than the cursor
+    text, offset = at_cursor("    def setUp(self):\n        super().setUp()\n    def setUp(self):\n    |\n")
+    assert next_line_copies(text, offset) == []
+
+
+def test_new_line_candidates_rank_by_the_lines_above_that_agree_then_by_count():
+    other = "x = 1\nfor item in items:\n    total += item\n" + "for item in items:\n    print(item)\n" * 2
+    text, offset = at_cursor("x = 1\nfor item in items:\n    |\n")
+    copies = next_line_copies(text, offset, [other])
+    assert [(c.rest, c.key_length) for c in copies] == [("total += item", 2), ("print(item)", 1)]
+    assert copies[1].count == 2
+
+
+def test_no_new_line_candidates_mid_line_after_a_short_line_or_for_the_line_itself():
+    text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    pr|\n")
+    assert next_line_copies(text, offset) == [] and line_above(text, offset) == ""  # typed on the line
+    text, offset = at_cursor("x=1\ny = 2\nx=1\n|\n")
+    assert next_line_copies(text, offset) == []  # `x=1` is too short to be evidence
+    text, offset = at_cursor("x = 1\ny = 2\nx = 1\n|\n")
+    assert [c.rest for c in next_line_copies(text, offset)] == ["y = 2"]  # five characters are enough
+    text, offset = at_cursor("for item in items:\n|\n    print(item)\n")
+    assert next_line_copies(text, offset) == []  # the only match is the line above the cursor itself
+    assert line_above(text, offset) == "for item in items:"

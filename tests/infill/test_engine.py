@@ -11,6 +11,20 @@ from diffill.model.tokenizer import CodeTokenizer
 CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = call(arg, other)\n"] * 30
 
 
+class FakeModel:
+    """A model double for the engine's choices: tests give the drafts and scores; the denoiser keeps the draft
+    and the encoder is sure of every token of an answer."""
+
+    def __init__(self, net):
+        self.net, self.config = net, net.config
+
+    def generate(self, prompt, init=None, **kw):
+        return [t for t in init if t > 1]  # the draft as the answer
+
+    def token_logprobs(self, prompt, tokens, cache=None):
+        return [0.0] * len(tokens)
+
+
 @pytest.fixture(scope="module")
 def engine():
     tok = CodeTokenizer.train(CODE, vocab_size=300)
@@ -114,6 +128,15 @@ def test_token_healing_takes_back_the_partial_token(engine):
     assert first and all(engine.tokenizer.decode([i]).startswith(healed) for i in first)
 
 
+def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine):
+    """`return |`: the space is a token the model rarely saw end a prefix (it writes ` x`, space first), so it is
+    taken back and the answer must start with it; a line's indentation (a token with its newline) stays."""
+    text = "def f(x):\n    return "
+    assert engine.prompt_for(text, len(text), len(text), heal=True)[1] == " "
+    text = "def f(x):\n    "
+    assert engine.prompt_for(text, len(text), len(text), heal=True)[1] == ""
+
+
 def test_healed_answer_does_not_repeat_the_typed_text():
     """A model that writes a whole natural token (say ` argument`) after the healed prompt, then `)`: the
     completion inserts only what follows the typed ` arg`."""
@@ -178,10 +201,7 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
     tok = CodeTokenizer.train(CODE + ["total = compute_total(x)\ny = compress(x)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
-    class Drafter:
-        def __init__(self):
-            self.net, self.config = net, net.config
-
+    class Drafter(FakeModel):
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
             drafts.append(prompt)  # the first drafts the word; a second continues after a chosen name
             return [(tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n"), 0.0)]
@@ -189,10 +209,7 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
         def continuation_logprobs(self, prompt, continuations, cache=None):
             return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
 
-        def generate(self, prompt, init=None, **kw):
-            return [t for t in init if t > 1]  # the draft as the answer
-
-    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False, copy_prior=-1))
+    eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", token_healing=False, copy_prior=-1))
     text = "total = compute_total(x)\ny = comp\n"
     offset = text.index("comp\n") + 4
     drafts = []
@@ -210,20 +227,15 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     asked = []
 
-    class Drafter:
-        def __init__(self):
-            self.net, self.config = net, net.config
-
+    class Drafter(FakeModel):
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
             asked.append(k)
             if k == 1:
                 return [(tok.encode("pass\n"), -1.0)]
             return [(tok.encode("total(x)\n"), -1.0), (tok.encode("other(y)\n"), -3.0)]
 
-        def generate(self, prompt, init=None, **kw):
-            return [t for t in init if t > 1]
-
-    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", draft_candidates=3, symbol_prior=-1))
+    options = EngineOptions(steps=2, draft="ar", draft_candidates=3, symbol_prior=-1, token_healing=False)
+    eng = CompletionEngine(Drafter(net), tok, options)
     text = "def f(x):\n    return \n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
     assert out is not None and out.text == "total(x)" and asked == [3]
@@ -240,10 +252,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     denoised, asked_ends = [], []
 
-    class Drafter:
-        def __init__(self):
-            self.net, self.config = net, net.config
-
+    class Drafter(FakeModel):
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
             return [(tok.encode("Handler(x)\n"), -1.0)]
 
@@ -255,7 +264,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
             denoised.append(init)
             return [t for t in init if t > 1]
 
-    eng = CompletionEngine(Drafter(), tok, EngineOptions(steps=2, draft="ar", token_healing=False, symbol_prior=-1))
+    eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", token_healing=False, symbol_prior=-1))
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     assert out is not None and out.text == expected
@@ -286,3 +295,77 @@ def test_copies_come_from_open_documents_and_the_files_beside_but_never_the_file
         assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]  # the disk's texts only
     finally:
         engine.open_documents = None
+
+
+@pytest.mark.parametrize(
+    "doubtful, floor, kept",
+    [
+        (3, 0.1, 3),  # cut before the doubtful fourth token (p = e^-5 < 0.1)
+        (3, 0.001, None),  # e^-5 is above this floor: whole
+        (None, 0.5, None),  # sure all along (p = e^-0.1): whole
+        (0, 0.1, 1),  # never before the first token
+        (3, 0.0, None),  # off
+    ],
+)
+def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floor, kept):
+    """min_confidence on a rest-of-line answer of the model's own (AR drafts): the encoder's probability of each
+    token decides where it ends, and the denoiser is asked for no cut of its own."""
+    tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    answer = tok.encode("total(x)")
+    logps = [-0.1] * len(answer)
+    if doubtful is not None:
+        logps[doubtful:] = [-5.0] * (len(answer) - doubtful)
+    assert len(answer) > 4
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            return [(answer + tok.encode("\n"), -1.0)]
+
+        def token_logprobs(self, prompt, tokens, cache=None):
+            assert tokens == answer  # the answer without its end
+            return logps
+
+        def generate(self, prompt, init=None, min_confidence=None, **kw):
+            assert min_confidence == 0.0
+            return super().generate(prompt, init=init)
+
+    options = EngineOptions(steps=2, draft="ar", token_healing=False, symbol_prior=-1, min_confidence=floor)
+    eng = CompletionEngine(Drafter(net), tok, options)
+    text = "def f(x):\n    return \n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
+    assert out is not None and out.text == tok.decode(answer[:kept])
+
+
+@pytest.mark.parametrize("prior, own_lead, copied", [(12.0, 5.0, True), (12.0, 30.0, False), (None, 30.0, True)])
+def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(prior, own_lead, copied):
+    """On an empty line, the line that followed `client = make_client()` in another function is the answer
+    (one line, nothing denoised) unless the model's own best line (a one-line beam) leads it by more than
+    next_line_prior; with no prior the copy wins and no beam is drafted."""
+    tok = CodeTokenizer.train(CODE + ["client = make_client()\nclient.connect(host)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    denoised, line_beams = [], []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            if tok.encode("\n")[0] in stop_ids:
+                line_beams.append(k)
+            return [(tok.encode("pass\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+            return [-1.0 - own_lead for _ in continuations]
+
+        def generate(self, prompt, init=None, **kw):
+            denoised.append(init)
+            return super().generate(prompt, init=init)
+
+    options = EngineOptions(steps=2, draft="ar", draft_candidates=3, symbol_prior=-1, next_line_prior=prior)
+    eng = CompletionEngine(Drafter(net), tok, options)
+    text = (
+        "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n    \n"
+    )
+    offset = text.rindex("    \n") + 4
+    out = eng.complete(SyntaxDocument(text, "python"), offset)
+    assert line_beams == ([3] if prior is not None else [])  # the model's own best line came from the beam
+    assert out is not None and (out.text == "client.connect(host)") == copied
+    assert bool(denoised) != copied
