@@ -104,75 +104,88 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _previous_lines(lines: list[str], index: int, n: int) -> list[str]:
-    """The `n` non-empty lines before lines[index], nearest first, stripped."""
-    out = []
-    for j in range(index - 1, -1, -1):
-        if lines[j].strip():
-            out.append(lines[j].strip())
-            if len(out) == n:
-                break
+def _lines_before(text: str, pos: int, n: int) -> list[tuple[int, str]]:
+    """The `n` nearest non-empty lines that end before `pos` (a line start), nearest first: (start, line)."""
+    out: list[tuple[int, str]] = []
+    end = pos - 1
+    while end >= 0 and len(out) < n:
+        start = text.rfind("\n", 0, end) + 1
+        if text[start:end].strip():
+            out.append((start, text[start:end]))
+        end = start - 1
     return out
 
 
 def line_above(text: str, offset: int) -> str:
-    """The nearest non-empty line above the cursor, stripped, when nothing but indentation precedes the cursor on
-    its line; else "" (what next-line copies must match)."""
-    line_start = text.rfind("\n", 0, offset) + 1
-    if text[line_start:offset].strip(" \t"):
-        return ""
-    end = line_start - 1
-    while end > 0:
-        start = text.rfind("\n", 0, end) + 1
-        if text[start:end].strip():
-            return text[start:end].strip()
-        end = start - 1
-    return ""
+    """The nearest non-empty line above the cursor's line, stripped ("" at the top): what next-line copies match."""
+    above = _lines_before(text, text.rfind("\n", 0, offset) + 1, 1)
+    return above[0][1].strip() if above else ""
+
+
+def _next_line(source: str, line_end: int) -> tuple[int, str] | None:
+    """The first non-empty line within three after the line that ends at `line_end`: (start, line), or None."""
+    for _ in range(3):
+        if line_end < 0 or line_end >= len(source):
+            return None
+        start = line_end + 1
+        line_end = source.find("\n", start)
+        line = source[start : line_end if line_end >= 0 else len(source)]
+        if line.strip():
+            return start, line
+    return None
 
 
 def next_line_copies(
     text: str, offset: int, others: Sequence[str] = (), limit: int = MAX_CANDIDATES, context: int = 3
 ) -> list[LineCopy]:
-    """Candidates for a new line at `offset` (nothing typed on it but indentation): in this file and `others`,
-    the line that follows a line equal to the one above the cursor, at the same depth relative to it. Best
-    evidence first: the most lines above agreeing (up to `context`), then the most places continuing the same
-    way, then the nearest. `key_length` counts the agreeing lines; `whole_line` is always true."""
+    """Candidates for the line at `offset` from the line above it: in this file and `others`, the line that
+    follows a line equal to the one above the cursor's, at the same depth relative to it, and starts with what
+    is typed on the cursor's line (`rest` is what follows that). Best evidence first: the most lines above
+    agreeing (up to `context`), then the most places continuing the same way, then the nearest. `key_length`
+    counts the agreeing lines; `whole_line` is always true."""
     line_start = text.rfind("\n", 0, offset) + 1
-    if text[line_start:offset].strip(" \t"):
+    head = text[line_start:offset]
+    typed = head.lstrip(" \t")
+    above = _lines_before(text, line_start, context)
+    if not above or len(above[0][1].strip()) < MIN_KEY:
         return []
-    lines = text[:line_start].split("\n")[:-1]  # the lines above the cursor's
-    above = _previous_lines(lines, len(lines), context)
-    if not above or len(above[0]) < MIN_KEY:
-        return []
-    prev = next(ln for ln in reversed(lines) if ln.strip())
-    depth = (offset - line_start) - _indent(prev)  # the cursor's indentation relative to the line above
+    key = above[0][1].strip()
+    depth = (len(head) - len(typed)) - _indent(above[0][1])  # the cursor line's indentation relative to the above
     line_end = text.find("\n", offset)
-    below = text[line_end + 1 :] if line_end >= 0 else ""
-    first, size = len(lines), 0
-    while first > 0 and size + len(lines[first - 1]) < WINDOW_BEFORE:
-        first, size = first - 1, size + len(lines[first - 1]) + 1
-    if first == len(lines):
-        return []  # the line above alone is longer than the window
-    here = len(lines) - first  # index in the window of the first line below the cursor
-    window = lines[first:] + below[:WINDOW_AFTER].split("\n")
-    itself = next((j for j in range(here - 1, -1, -1) if window[j].strip()), -1)  # the line above: not a match
-    sources = [(window, here)] + [(other.split("\n"), None) for other in others]
+    line_end = len(text) if line_end < 0 else line_end
+    current_rest = text[offset:line_end].rstrip()
+    sources = [(text, line_start, max(0, line_start - WINDOW_BEFORE), line_end + WINDOW_AFTER)]
+    sources += [(other, None, 0, len(other)) for other in others]
     found: dict[str, tuple[int, float]] = {}
     counts: Counter[str] = Counter()
     budget = MAX_MATCHES
-    for source, cursor in sources:
-        for i, line in enumerate(source):
-            if budget <= 0:
-                break
-            if line.strip() != above[0] or (cursor is not None and i == itself):
-                continue
+    for source, cursor, lo, hi in sources:
+        at = source.find(key, lo, hi)
+        while at >= 0 and budget > 0:
             budget -= 1
-            nxt = next((j for j in range(i + 1, min(len(source), i + 4)) if source[j].strip()), None)
-            if nxt is None or _indent(source[nxt]) - _indent(line) != depth:
+            start = source.rfind("\n", 0, at) + 1
+            end = source.find("\n", at)
+            at = source.find(key, at + 1, hi)
+            if cursor is not None and start in (above[0][0], line_start):
+                continue  # the line above the cursor (or the cursor's own line) is no evidence for itself
+            if source[start : end if end >= 0 else len(source)].strip() != key:
                 continue
-            rest = source[nxt].strip()
-            agree = 1 + sum(a == b for a, b in zip(above[1:], _previous_lines(source, i, context - 1), strict=False))
-            evidence = (agree, -abs(i - cursor) if cursor is not None else -math.inf)
+            nxt = _next_line(source, end)
+            if nxt is None or (cursor is not None and nxt[0] == line_start):
+                continue
+            if _indent(nxt[1]) - _indent(source[start:end]) != depth:
+                continue
+            line = nxt[1].strip()
+            if not line.startswith(typed) or len(line) == len(typed):
+                continue
+            rest = line[len(typed) :]
+            if rest == current_rest:
+                continue
+            agree = 1 + sum(
+                a[1].strip() == b[1].strip()
+                for a, b in zip(above[1:], _lines_before(source, start, context - 1), strict=False)
+            )
+            evidence = (agree, -abs(start - cursor) if cursor is not None else -math.inf)
             counts[rest] += 1
             if rest not in found or evidence > found[rest]:
                 found[rest] = evidence

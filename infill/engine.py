@@ -79,10 +79,11 @@ class EngineOptions:
     # model's answer unless the model believes its own line by more than this (nats, the line end included;
     # WHOLE_LINE_BONUS more when the whole typed line matches); < 0 = off.
     copy_prior: float = 12.0  # tuned on held-out hf_hub and stdlib/click/attrs/pygls (docs/benchmarks.md)
-    # On a new line, the line that followed the line above elsewhere (infill.copies.next_line_copies) is the
-    # answer unless the model believes its own best line by more than this (nats, + WHOLE_LINE_BONUS). None: a
-    # copy always wins and the model only ranks the copies (measured for the embedded model, whose own new lines
-    # are seldom right: hf_hub multi-line useful 0.124 with 12, 0.179 with None; docs/benchmarks.md).
+    # The line that followed the line above the cursor's elsewhere, when it starts with what is typed
+    # (infill.copies.next_line_copies), is the answer unless the model believes its own best line by more than
+    # this (nats, + WHOLE_LINE_BONUS). None: such a copy always wins and the model only ranks the copies
+    # (measured for the embedded model, whose own lines are seldom right: on hf_hub with siblings, multi-line
+    # useful 0.124 with 12 -> 0.179 with None; rest of line exact 0.330 -> 0.382; docs/benchmarks.md).
     next_line_prior: float | None = None
 
     @classmethod
@@ -289,31 +290,43 @@ class CompletionEngine:
         return texts
 
     def _prefer_copy(
-        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache, path: str | None
+        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache, others: list[str]
     ) -> list[int] | None:
-        """Token ids of a rest of line copied from the file (infill.copies) that should be the answer instead of
-        the model's own, or None. The model scores each copy as a whole line (its end included); a copy wins when
-        it trails the model's best draft by less than `copy_prior` nats (more for a copy of a whole line): the
-        file's own spelling of a call or an argument list is a better guess than one the model makes up, and the
-        model still rules out lines that do not fit here (measured: diffill eval)."""
+        """Token ids of a rest of line copied from another line that starts the same way (infill.copies) that
+        should be the answer instead of the model's own, or None. The model scores each copy as a whole line (its
+        end included); a copy wins when it trails the model's best draft by less than `copy_prior` nats (more for
+        a copy of a whole line): the file's own spelling of a call or an argument list is a better guess than one
+        the model makes up, and the model still rules out lines that do not fit here (measured: diffill eval)."""
         if self.options.copy_prior < 0 or len(typed_on_line(text, offset)) < MIN_KEY:
-            return None  # (too little typed to match: the files around need not be read)
-        return self._pick_copy(prompt, line_copies(text, offset, self._copy_sources(path)), healed, draft_score, cache)
+            return None
+        return self._pick_copy(prompt, line_copies(text, offset, others), healed, draft_score, cache)
 
-    def _prefer_next_line(self, prompt: list[int], text: str, offset: int, canvas: int, cache, path: str | None):
-        """On a new line (a block body, a few lines): token ids of the line that follows the line above the cursor
-        elsewhere in the file or beside it (infill.copies.next_line_copies), when the model finds it nearly as
-        likely as its own best line (a beam over one line); else None. The answer is then that one line."""
+    def _prefer_next_line(
+        self, prompt: list[int], text: str, offset: int, healed: str, canvas: int, cache, others: list[str], first
+    ):
+        """Token ids of the line that follows the line above the cursor's elsewhere (in the file, beside it, in
+        open documents: infill.copies.next_line_copies) and starts with what is typed, or None. With no
+        `next_line_prior` the copy the model scores best wins; with one, it must come within that many nats of
+        the model's own best line (a one-line beam). On a new line the answer is then that one line."""
         if self.options.copy_prior < 0 or len(line_above(text, offset)) < MIN_KEY:
             return None
-        copies = next_line_copies(text, offset, self._copy_sources(path))
+        copies = next_line_copies(text, offset, others)
         if not copies:
             return None
         score = -math.inf  # no prior: the best-scored copy wins, the model's own line is not drafted
         if self.options.next_line_prior is not None:
             k = self.options.draft_candidates
-            score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, None, k)[1]
-        return self._pick_copy(prompt, copies, "", score, cache, self.options.next_line_prior)
+            score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, first, k)[1]
+        return self._pick_copy(prompt, copies, healed, score, cache, self.options.next_line_prior)
+
+    def _wants_copies(self, text: str, offset: int, kind: str) -> bool:
+        """Whether copies could match here (a line above, or enough typed on a line): only then are the files
+        around read."""
+        if self.options.copy_prior < 0 or self.options.draft != "ar":
+            return False
+        return len(line_above(text, offset)) >= MIN_KEY or (
+            kind == "line" and len(typed_on_line(text, offset)) >= MIN_KEY
+        )
 
     def _pick_copy(
         self, prompt: list[int], copies: list, healed: str, draft_score: float, cache, prior: float | None = None
@@ -464,16 +477,17 @@ class CompletionEngine:
         ar = self.options.draft == "ar"
         line_ar = ar and span.kind == "line"  # the encoder judges these answers (see min_confidence)
         symbols = self._symbols(text, offset, healed, path) if span.kind == "line" and ar else None
+        others = self._copy_sources(path) if self._wants_copies(text, offset, span.kind) else []
         with self.prompt_cache.use(key or "", prompt) as cache:
             copied = None
-            if ar and span.kind != "line":
+            if ar:
+                # a copied line is the whole answer: the canvas is neither drafted nor denoised
                 line_canvas = min(canvas, self.options.line_canvas_length or canvas)
-                # a copied new line is the whole answer: the multi-line canvas is neither drafted nor denoised
-                copied = self._prefer_next_line(prompt, text, offset, line_canvas, cache, path)
+                copied = self._prefer_next_line(prompt, text, offset, healed, line_canvas, cache, others, first)
             draft = ar and not copied
             init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if draft else (None, 0.0)
-            if line_ar:
-                copied = self._prefer_copy(prompt, text, offset, healed, score, cache, path)
+            if line_ar and not copied:
+                copied = self._prefer_copy(prompt, text, offset, healed, score, cache, others)
             ids = copied or self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,

@@ -145,9 +145,13 @@ def test_new_line_candidates_rank_by_the_lines_above_that_agree_then_by_count():
     assert copies[1].count == 2
 
 
-def test_no_new_line_candidates_mid_line_after_a_short_line_or_for_the_line_itself():
+def test_typed_text_filters_new_line_candidates_and_a_short_line_above_gives_none():
     text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    pr|\n")
-    assert next_line_copies(text, offset) == [] and line_above(text, offset) == ""  # typed on the line
+    assert [c.rest for c in next_line_copies(text, offset)] == ["int(item)"]  # what follows the typed `pr`
+    text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    zz|\n")
+    assert next_line_copies(text, offset) == [] and line_above(text, offset) == "for item in items:"
+    text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    pr|int(item)\n")
+    assert next_line_copies(text, offset) == []  # the line already ends that way
     text, offset = at_cursor("x=1\ny = 2\nx=1\n|\n")
     assert next_line_copies(text, offset) == []  # `x=1` is too short to be evidence
     text, offset = at_cursor("x = 1\ny = 2\nx = 1\n|\n")

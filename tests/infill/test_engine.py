@@ -369,3 +369,26 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(prior,
     assert line_beams == ([3] if prior is not None else [])  # the model's own best line came from the beam
     assert out is not None and (out.text == "client.connect(host)") == copied
     assert bool(denoised) != copied
+
+
+def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
+    """`cli|` under `client = make_client()`: the line that followed it in another function starts with the typed
+    text, so its rest is the answer (no draft, nothing denoised); typed text it does not start with gets none."""
+    tok = CodeTokenizer.train(CODE + ["client = make_client()\nclient.connect(host)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    drafted = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            drafted.append(k)
+            return [(tok.encode("ose()\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+            return [-50.0 for _ in continuations]  # far less likely than the draft: a copy wins all the same
+
+    eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", symbol_prior=-1, token_healing=False))
+    head = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n"
+    out = eng.complete(SyntaxDocument(head + "    cli\n", "python"), len(head) + 7)
+    assert out is not None and out.text == "ent.connect(host)" and drafted == []
+    out = eng.complete(SyntaxDocument(head + "    pr\n", "python"), len(head) + 6)
+    assert out is not None and out.text == "ose()" and drafted  # `pr` + `ose()`: the model's own line
