@@ -56,8 +56,10 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
             raise RuntimeError("model did not load")
         await asyncio.sleep(0.05)
     latencies, exact, empty = [], 0, 0
-    for i, case in enumerate(cases):
-        uri = Path(case.path).resolve().with_name(f"bench{i}{Path(case.path).suffix}").as_uri()
+    for case in cases:
+        # the file's own URI, as an editor sends it: the server then never copies from the file's saved version on
+        # disk (which holds the truth); the files beside it are fair game, as in an editor
+        uri = Path(case.path).resolve().as_uri()
         typed_at = case.offset - 1
         start_text = case.text[:typed_at] + case.text[case.offset :]
         lang = {
@@ -146,8 +148,8 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
     while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
         await asyncio.sleep(0.05)
     first, follow = [], []
-    for k, (path, before, line, after) in enumerate(lines):
-        uri = Path(path).resolve().with_name(f"typing{k}{Path(path).suffix}").as_uri()
+    for path, before, line, after in lines:
+        uri = Path(path).resolve().as_uri()  # the file's own (see _run)
         indent = line[: len(line) - len(line.lstrip())]
         text = before + indent + after
         client.text_document_did_open(
