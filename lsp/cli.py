@@ -111,7 +111,7 @@ def _complete(args: argparse.Namespace) -> int:
     loaded = runtime.load(args.model, args.device)
     engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded, steps=args.steps))
     offset = doc.offset_at(args.line - 1, args.col - 1, "utf-32")
-    result = engine.complete(doc, offset)
+    result = engine.complete(doc, offset, path=args.file)  # copies may come from the files beside it
     if result is None:
         print("(no completion)", file=sys.stderr)
         return 1

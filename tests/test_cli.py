@@ -67,3 +67,14 @@ def test_complete_runs_the_engine(tmp_path):
     # A random model may have nothing valid to say; either way the command ends cleanly and says so.
     assert "Traceback" not in res.stderr, res.stderr
     assert (res.returncode == 0 and res.stdout.strip()) or (res.returncode == 1 and "(no completion)" in res.stderr)
+
+
+def test_complete_copies_from_the_files_beside(tmp_path):
+    """`diffill complete` gives the engine the file's path, as an editor does: the embedded model finishes the
+    line the way a file beside it does (alone it proposes `th):`)."""
+    (tmp_path / "setup.py").write_text('def setup():\n    with open(config_path, encoding="utf-8") as handle:\n')
+    src = tmp_path / "build.py"
+    src.write_text("def build():\n    with open(config_pa\n")
+    res = run_cli("complete", str(src), "2", "24")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.rstrip("\n") == 'th, encoding="utf-8") as handle:'
