@@ -9,6 +9,8 @@ bounded (count, size per file, total) so that a huge folder costs no more than a
 from __future__ import annotations
 
 import logging
+import os
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -17,26 +19,41 @@ MAX_FILES = 48  # the most recently modified first
 MAX_FILE_BYTES = 256_000
 MAX_TOTAL_BYTES = 4_000_000
 MAX_LISTED = 2000  # folder entries looked at
+LISTING_TTL_S = 2.0  # a folder is listed (and its files stat'ed) again after this long, not on every keystroke
 
 
 class SiblingFiles:
     """Texts of the files beside a path (same folder, same extension, not the file itself)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock=time.monotonic) -> None:
         self._texts: dict[Path, tuple[tuple[int, int], str]] = {}  # path -> ((mtime_ns, size), text)
+        self._listings: dict[tuple[Path, str], tuple[float, list]] = {}  # (folder, suffix) -> (time, entries)
+        self._clock = clock
+
+    def _entries(self, folder: Path, suffix: str) -> list[tuple[Path, os.stat_result]]:
+        """The folder's files with that suffix and their stat, newest first; listed again after LISTING_TTL_S."""
+        now = self._clock()
+        cached = self._listings.get((folder, suffix))
+        if cached is not None and now - cached[0] < LISTING_TTL_S:
+            return cached[1]
+        entries = []
+        try:
+            for i, p in enumerate(folder.iterdir()):
+                if i >= MAX_LISTED:
+                    break
+                if p.suffix == suffix and not p.is_symlink() and p.is_file():
+                    entries.append((p, p.stat()))
+        except OSError:
+            entries = []
+        entries.sort(key=lambda e: -e[1].st_mtime_ns)
+        if len(self._listings) > 64:
+            self._listings.clear()
+        self._listings[(folder, suffix)] = (now, entries)
+        return entries
 
     def texts(self, path: str | Path) -> list[tuple[Path, str]]:
         here = Path(path)
-        try:
-            entries = []
-            for i, p in enumerate(here.parent.iterdir()):
-                if i >= MAX_LISTED:
-                    break
-                if p.suffix == here.suffix and p.name != here.name and not p.is_symlink() and p.is_file():
-                    entries.append((p, p.stat()))
-        except OSError:
-            return []
-        entries.sort(key=lambda e: -e[1].st_mtime_ns)
+        entries = [(p, st) for p, st in self._entries(here.parent, here.suffix) if p.name != here.name]
         out, total = [], 0
         for p, st in entries[:MAX_FILES]:
             if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:

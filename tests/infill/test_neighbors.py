@@ -2,7 +2,7 @@
 
 import os
 
-from diffill.infill.neighbors import MAX_FILE_BYTES, SiblingFiles
+from diffill.infill.neighbors import LISTING_TTL_S, MAX_FILE_BYTES, SiblingFiles
 
 
 def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):
@@ -18,12 +18,16 @@ def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):
     assert [(p.name, t) for p, t in texts] == [("b.py", "y = 2\n")]
 
 
-def test_a_changed_sibling_is_read_again_and_a_missing_folder_gives_nothing(tmp_path):
-    sib = SiblingFiles()
+def test_the_folder_is_listed_again_after_a_while_and_a_changed_sibling_read_again(tmp_path):
+    now = [0.0]
+    sib = SiblingFiles(clock=lambda: now[0])
     (tmp_path / "b.py").write_text("y = 2\n")
     assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 2\n"]
     (tmp_path / "b.py").write_text("y = 22\n")
     stat = (tmp_path / "b.py").stat()
     os.utime(tmp_path / "b.py", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 22\n"]
+    (tmp_path / "c.py").write_text("z = 3\n")
+    assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 2\n"]  # within LISTING_TTL_S: the last listing
+    now[0] += LISTING_TTL_S
+    assert sorted(t for _, t in sib.texts(tmp_path / "a.py")) == ["y = 22\n", "z = 3\n"]
     assert sib.texts(tmp_path / "gone" / "a.py") == []
