@@ -18,6 +18,7 @@ MIN_KEY = 5  # characters typed on the line that must match; shorter keys match 
 WINDOW_BEFORE = 20_000  # characters of the document before the cursor line searched for matches
 WINDOW_AFTER = 5_000  # ... and after it
 MAX_CANDIDATES = 4
+MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
 MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
 
 
@@ -38,8 +39,9 @@ def _common_suffix(a: str, a_end: int, b: str, b_end: int, limit: int) -> int:
 
 
 def typed_on_line(text: str, offset: int) -> str:
-    """The text before the cursor on its line, indentation left out: what copies must match."""
-    return text[text.rfind("\n", 0, offset) + 1 : offset].lstrip(" \t")
+    """The text before the cursor on its line, indentation left out (its last MAX_TYPED characters on a very long
+    line): what copies must match."""
+    return text[max(text.rfind("\n", 0, offset) + 1, offset - MAX_TYPED) : offset].lstrip(" \t")
 
 
 def _key_lengths(typed: int, min_key: int) -> list[int]:

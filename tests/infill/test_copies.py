@@ -159,3 +159,20 @@ def test_typed_text_filters_new_line_candidates_and_a_short_line_above_gives_non
     text, offset = at_cursor("for item in items:\n|\n    print(item)\n")
     assert next_line_copies(text, offset) == []  # the only match is the line above the cursor itself
     assert line_above(text, offset) == "for item in items:"
+
+
+def test_any_text_and_offset_give_candidates_or_nothing_never_an_error():
+    """Bad input never crashes the daemon: random texts (CRLF, tabs, empty lines, unicode, one huge line) at
+    every kind of offset."""
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", " ", "\t", "\n", "\r\n", "(", ")", ":", "é", "self.", "x = 1", "    "]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))) for _ in range(150)]
+    texts.append("x = f(1)\n" + "y = g(2); " * 5000 + "\ny = g(")  # a minified line
+    for text in texts:
+        for offset in {0, len(text), rng.randint(0, len(text)), rng.randint(0, len(text))}:
+            for found in (line_copies(text, offset, [text]), next_line_copies(text, offset, [text])):
+                assert all(isinstance(c, LineCopy) and c.rest for c in found)
+    long = texts[-1]
+    assert line_copies(long, len(long))[0].rest.startswith("2); y = g(2);")  # the minified line's own repeats
