@@ -48,6 +48,7 @@ class Completion:
     text: str
     kind: str
     timings: dict[str, float] = field(default_factory=dict)
+    source: str = "model"  # "model", or "copy" / "next line" for a line copied from the code around (infill.copies)
 
 
 @dataclass
@@ -479,15 +480,17 @@ class CompletionEngine:
         symbols = self._symbols(text, offset, healed, path) if span.kind == "line" and ar else None
         others = self._copy_sources(path) if self._wants_copies(text, offset, span.kind) else []
         with self.prompt_cache.use(key or "", prompt) as cache:
-            copied = None
+            copied, source = None, "model"
             if ar:
                 # a copied line is the whole answer: the canvas is neither drafted nor denoised
                 line_canvas = min(canvas, self.options.line_canvas_length or canvas)
                 copied = self._prefer_next_line(prompt, text, offset, healed, line_canvas, cache, others, first)
+                source = "next line" if copied else source
             draft = ar and not copied
             init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if draft else (None, 0.0)
             if line_ar and not copied:
                 copied = self._prefer_copy(prompt, text, offset, healed, score, cache, others)
+                source = "copy" if copied else source
             ids = copied or self.model.generate(
                 prompt,
                 max_new_tokens=canvas * canvases,
@@ -518,4 +521,4 @@ class CompletionEngine:
             return None
         if text[offset : out.replace_end] == out.text:  # the edit would change nothing
             return None
-        return Completion(start=offset, end=out.replace_end, text=out.text, kind=span.kind, timings=timings)
+        return Completion(offset, out.replace_end, out.text, span.kind, timings, source)

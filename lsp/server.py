@@ -77,7 +77,15 @@ class DiffillServer(LanguageServer):
         self.model_state = "not loaded"
         self.model_error: str | None = None
         self._load_lock = threading.Lock()
-        self.stats = {"requests": 0, "model_calls": 0, "cache_hits": 0, "cancelled": 0, "stale": 0, "errors": 0}
+        self.stats = {
+            "requests": 0,
+            "model_calls": 0,
+            "cache_hits": 0,
+            "cancelled": 0,
+            "stale": 0,
+            "errors": 0,
+            "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
+        }
         self.workspace_index: WorkspaceIndex | None = None
         self.recent = RecentEdits()
         self.context_enabled = False
@@ -356,6 +364,8 @@ class DiffillServer(LanguageServer):
         state.last_latency_ms = (time.perf_counter() - started) * 1e3
         if result is None:
             return None
+        if result.source != "model":
+            self.stats["copied"] += 1
         self.cache.remember(uri, text, offset, result.text, result.end)
         return state, result
 

@@ -268,7 +268,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     assert out is not None and out.text == expected
-    assert bool(denoised) == (expected == "Handler(x)")
+    assert bool(denoised) == (expected == "Handler(x)") and out.source == ("model" if denoised else "copy")
     assert asked_ends and 1 in asked_ends[0] and tok.encode("\n")[0] in asked_ends[0]
     eng.options.copy_prior = -1.0  # off: the model's line, and no copy is scored
     asked_ends.clear()
@@ -389,6 +389,6 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
     eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", symbol_prior=-1, token_healing=False))
     head = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n"
     out = eng.complete(SyntaxDocument(head + "    cli\n", "python"), len(head) + 7)
-    assert out is not None and out.text == "ent.connect(host)" and drafted == []
+    assert out is not None and out.text == "ent.connect(host)" and drafted == [] and out.source == "next line"
     out = eng.complete(SyntaxDocument(head + "    pr\n", "python"), len(head) + 6)
-    assert out is not None and out.text == "ose()" and drafted  # `pr` + `ose()`: the model's own line
+    assert out is not None and out.text == "ose()" and drafted and out.source == "model"  # `pr` + its own

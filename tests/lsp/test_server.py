@@ -296,5 +296,7 @@ async def test_a_line_of_another_open_document_is_copied(client: LanguageClient)
     open_doc(client, other)
     text = "def build():\n    with open(config_pa"
     uri = open_doc(client, text)
+    before = (await get_status(client))["stats"]["copied"]
     res = await inline(client, uri, end_position(text))
     assert res.items and res.items[0].insert_text == 'th, encoding="utf-8") as handle:'  # alone: `th):`
+    assert (await get_status(client))["stats"]["copied"] == before + 1  # counted for the status bar

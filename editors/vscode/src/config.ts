@@ -144,7 +144,10 @@ export function formatStatus(state: ClientState, status?: DiffillStatus, enabled
   if (latency) lines.push(`last completion: ${latency}`);
   if (status.stats) {
     const st = status.stats;
-    lines.push(`requests: ${st.requests ?? 0} · model calls: ${st.model_calls ?? 0} · cache hits: ${st.cache_hits ?? 0}`);
+    lines.push(
+      `requests: ${st.requests ?? 0} · model calls: ${st.model_calls ?? 0} · cache hits: ${st.cache_hits ?? 0}` +
+        ` · copied: ${st.copied ?? 0}`,
+    );
   }
   lines.push(enabled ? 'Click to turn completions off.' : 'Completions are off. Click to turn them on.');
   const tooltip = lines.join('\n');

@@ -74,12 +74,12 @@ test('latency formatting', () => {
 
 test('status text: model state and last latency', () => {
   const ready = { ready: true, model: 'ready (embedded on cpu)', last_latency_ms: 87.4,
-    settings: { enabled: true, model: '', device: 'auto', steps: 8 }, stats: { requests: 3, model_calls: 2, cache_hits: 1 } };
+    settings: { enabled: true, model: '', device: 'auto', steps: 8 }, stats: { requests: 3, model_calls: 2, cache_hits: 1, copied: 1 } };
   const v = c.formatStatus('running', ready);
   assert.equal(v.text, '$(sparkle) diffill 87 ms');
   assert.match(v.tooltip, /ready \(embedded on cpu\)/);
   assert.match(v.tooltip, /last completion: 87 ms/);
-  assert.match(v.tooltip, /requests: 3 · model calls: 2 · cache hits: 1/);
+  assert.match(v.tooltip, /requests: 3 · model calls: 2 · cache hits: 1 · copied: 1/);
   assert.equal(c.formatStatus('running', { ...ready, last_latency_ms: 0 }).text, '$(sparkle) diffill');
   assert.equal(c.formatStatus('running', { ready: false, model: 'loading' }).text, '$(sync~spin) diffill: loading');
   assert.equal(c.formatStatus('running', { ready: false, model: 'failed', error: 'no weights' }).text, '$(error) diffill: no model');
