@@ -392,3 +392,26 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
     assert out is not None and out.text == "ent.connect(host)" and drafted == [] and out.source == "next line"
     out = eng.complete(SyntaxDocument(head + "    pr\n", "python"), len(head) + 6)
     assert out is not None and out.text == "ose()" and drafted and out.source == "model"  # `pr` + its own
+
+
+@pytest.mark.parametrize(
+    "gap, hedge, expected", [(0.5, 1.0, "Equal("), (3.0, 1.0, "Equal(y, 2)"), (0.5, -1.0, "Equal(y, 2)")]
+)
+def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, expected):
+    """Two lines start like `self.assert`; when the model scores their rests within copy_hedge nats, the answer
+    is what they share (`Equal(`), else the better one."""
+    tok = CodeTokenizer.train(CODE + ["self.assertEqual(x, 1)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+            return [(tok.encode("True(z)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+            return [-2.0 if "y" in tok.decode(c) else -2.0 - gap for c in continuations]
+
+    options = EngineOptions(steps=2, draft="ar", symbol_prior=-1, token_healing=False, copy_hedge=hedge)
+    eng = CompletionEngine(Drafter(net), tok, options)
+    text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h():\n    self.assert\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.rindex("assert") + 6)
+    assert out is not None and out.text == expected and out.source == "copy"
