@@ -118,6 +118,18 @@ def _lines_before(text: str, pos: int, n: int) -> list[tuple[int, str]]:
     return out
 
 
+def _enough_above(above: list[tuple[int, str]]) -> bool:
+    """Whether the lines above say enough to match: the nearest has MIN_KEY characters, or the one above it does."""
+    if not above:
+        return False
+    return len(above[0][1].strip()) >= MIN_KEY or (len(above) > 1 and len(above[1][1].strip()) >= MIN_KEY)
+
+
+def can_copy_next_line(text: str, offset: int) -> bool:
+    """Whether the lines above the cursor's say enough for next-line copies (see next_line_copies)."""
+    return _enough_above(_lines_before(text, text.rfind("\n", 0, offset) + 1, 2))
+
+
 def line_above(text: str, offset: int) -> str:
     """The nearest non-empty line above the cursor's line, stripped ("" at the top): what next-line copies match."""
     above = _lines_before(text, text.rfind("\n", 0, offset) + 1, 1)
@@ -149,9 +161,10 @@ def next_line_copies(
     head = text[line_start:offset]
     typed = head.lstrip(" \t")
     above = _lines_before(text, line_start, context)
-    if not above or len(above[0][1].strip()) < MIN_KEY:
+    if not _enough_above(above):
         return []
     key = above[0][1].strip()
+    short = len(key) < MIN_KEY  # (`try:`, `}`): the line above that one must agree too
     depth = (len(head) - len(typed)) - _indent(above[0][1])  # the cursor line's indentation relative to the above
     line_end = text.find("\n", offset)
     line_end = len(text) if line_end < 0 else line_end
@@ -183,10 +196,10 @@ def next_line_copies(
             rest = line[len(typed) :]
             if rest == current_rest:
                 continue
-            agree = 1 + sum(
-                a[1].strip() == b[1].strip()
-                for a, b in zip(above[1:], _lines_before(source, start, context - 1), strict=False)
-            )
+            before = _lines_before(source, start, context - 1)
+            if short and (not before or before[0][1].strip() != above[1][1].strip()):
+                continue
+            agree = 1 + sum(a[1].strip() == b[1].strip() for a, b in zip(above[1:], before, strict=False))
             evidence = (agree, -abs(start - cursor) if cursor is not None else -math.inf)
             counts[rest] += 1
             if rest not in found or evidence > found[rest]:

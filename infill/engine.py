@@ -26,7 +26,7 @@ from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
 from .context import IDENT_TAIL, RecentEdits
-from .copies import MIN_KEY, LineCopy, line_above, line_copies, next_line_copies, typed_on_line
+from .copies import MIN_KEY, LineCopy, can_copy_next_line, line_copies, next_line_copies, typed_on_line
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .neighbors import MAX_FILE_BYTES, SiblingFiles
@@ -325,7 +325,7 @@ class CompletionEngine:
         open documents: infill.copies.next_line_copies) and starts with what is typed, or None. With no
         `next_line_prior` the copy the model scores best wins; with one, it must come within that many nats of
         the model's own best line (a one-line beam). On a new line the answer is then that one line."""
-        if self.options.copy_prior < 0 or len(line_above(text, offset)) < MIN_KEY:
+        if self.options.copy_prior < 0 or not can_copy_next_line(text, offset):
             return None
         copies = next_line_copies(text, offset, others)
         if not copies:
@@ -341,9 +341,7 @@ class CompletionEngine:
         around read."""
         if self.options.copy_prior < 0 or self.options.draft != "ar":
             return False
-        return len(line_above(text, offset)) >= MIN_KEY or (
-            kind == "line" and len(typed_on_line(text, offset)) >= MIN_KEY
-        )
+        return can_copy_next_line(text, offset) or (kind == "line" and len(typed_on_line(text, offset)) >= MIN_KEY)
 
     def _pick_copy(
         self,

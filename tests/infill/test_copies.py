@@ -176,3 +176,17 @@ def test_any_text_and_offset_give_candidates_or_nothing_never_an_error():
                 assert all(isinstance(c, LineCopy) and c.rest for c in found)
     long = texts[-1]
     assert line_copies(long, len(long))[0].rest == "2);"  # the nearest of the minified line's repeats
+
+
+def test_after_a_short_line_the_line_above_it_must_agree_too():
+    """`try:` says little: what followed it elsewhere counts only where the line above `try:` is the same too."""
+    text, offset = at_cursor(
+        "with lock:\n    try:\n        release(lock)\n"
+        "while running:\n    try:\n        step()\n"
+        "with lock:\n    try:\n        |\n"
+    )
+    assert [(c.rest, c.key_length) for c in next_line_copies(text, offset)] == [("release(lock)", 2)]
+    text, offset = at_cursor("x = 1\ntry:\n    step()\ny = 2\ntry:\n    |\n")
+    assert next_line_copies(text, offset) == []  # `x = 1` is not `y = 2`
+    text, offset = at_cursor("ok\nab:\n    x()\nok\nab:\n    |\n")
+    assert next_line_copies(text, offset) == []  # a match, but neither line above is long enough to trust
