@@ -293,7 +293,9 @@ class CompletionEngine:
         here = str(Path(path).resolve()) if path else None
         texts = [t for p, t in opened.items() if p != here and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
         if path:
-            texts += [t for p, t in self.siblings.texts(path) if str(p.resolve()) not in opened]
+            # siblings are plain files (no links) of the folder: resolved, they are the resolved folder plus a name
+            folder = Path(path).parent.resolve()
+            texts += [t for p, t in self.siblings.texts(path) if str(folder / p.name) not in opened]
         return texts
 
     def _prefer_copy(
@@ -304,7 +306,7 @@ class CompletionEngine:
         end included); a copy wins when it trails the model's best draft by less than `copy_prior` nats (more for
         a copy of a whole line): the file's own spelling of a call or an argument list is a better guess than one
         the model makes up, and the model still rules out lines that do not fit here (measured: diffill eval)."""
-        if self.options.copy_prior < 0 or len(typed_on_line(text, offset)) < MIN_KEY:
+        if self.options.copy_prior < 0:
             return None
         hedge = self.options.copy_hedge
         return self._pick_copy(prompt, line_copies(text, offset, others), healed, draft_score, cache, hedge=hedge)
@@ -325,9 +327,7 @@ class CompletionEngine:
         open documents: infill.copies.next_line_copies) and starts with what is typed, or None. With no
         `next_line_prior` the copy the model scores best wins; with one, it must come within that many nats of
         the model's own best line (a one-line beam). On a new line the answer is then that one line."""
-        if self.options.copy_prior < 0 or not can_copy_next_line(text, offset):
-            return None
-        copies = next_line_copies(text, offset, others)
+        copies = next_line_copies(text, offset, others) if self.options.copy_prior >= 0 else []
         if not copies:
             return None
         score = -math.inf  # no prior: the best-scored copy wins, the model's own line is not drafted
