@@ -507,7 +507,6 @@ class CompletionEngine:
         canvases = 1 if span.kind == "line" else 2
         ar = self.options.draft == "ar"
         line_ar = ar and span.kind == "line"  # the encoder judges these answers (see min_confidence)
-        symbols = self._symbols(text, offset, healed, path) if span.kind == "line" and ar else None
         others = self._copy_sources(path) if self._wants_copies(text, offset, span.kind) else []
         with self.prompt_cache.use(key or "", prompt) as cache:
             copied, source = None, "model"
@@ -518,6 +517,7 @@ class CompletionEngine:
                 copied = self._prefer_next_line(prompt, text, offset, healed, line_canvas, cache, others, first, hedge)
                 source = "next line" if copied else source
             draft = ar and not copied
+            symbols = self._symbols(text, offset, healed, path) if line_ar and draft else None  # (not for a copy)
             init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if draft else (None, 0.0)
             if line_ar and not copied:
                 copied = self._prefer_copy(prompt, text, offset, healed, score, cache, others)

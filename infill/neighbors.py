@@ -8,12 +8,9 @@ bounded (count, size per file, total) so that a huge folder costs no more than a
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from pathlib import Path
-
-log = logging.getLogger(__name__)
 
 MAX_FILES = 48  # the most recently modified first
 MAX_FILE_BYTES = 256_000
