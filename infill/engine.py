@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from diffill.model.api import DiffusionModel
 from diffill.model.fim import build_canvas, build_prompt
+from diffill.model.ngram import NgramMixer
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.sampler import Cancelled
 from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
@@ -30,6 +31,7 @@ from .copies import MIN_KEY, LineCopy, can_copy_next_line, line_copies, next_lin
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .neighbors import MAX_FILE_BYTES, SiblingFiles
+from .ngram_sources import NgramSources
 from .postprocess import postprocess
 from .spans import select_span
 from .workspace import IDENT, WorkspaceIndex
@@ -92,6 +94,11 @@ class EngineOptions:
     # 2)`. < 0 = off. Measured: useful +2.6 / +1.2 points (tuning set / hf_hub) at the same exact matches; 2 nats:
     # +3.8 / +2.1 useful, -0.3 / -0.6 exact; on new lines it cost exact matches (docs/benchmarks.md).
     copy_hedge: float = 1.0
+    # A cache n-gram model of the code around (the document, open documents, the files beside it: model.ngram)
+    # is mixed into the model's next-token probabilities with this weight where two tokens of context match it,
+    # plus `ngram_per_order` per further token matched; < 0 = off.
+    ngram_weight: float = 0.2
+    ngram_per_order: float = 0.1
 
     @classmethod
     def from_card(cls, card: LoadedModel | None, **overrides) -> EngineOptions:
@@ -148,6 +155,7 @@ class CompletionEngine:
         self._vocab_text: list[str] | None = None
         self._first_ids: dict[str, list[int]] = {}
         self.siblings = SiblingFiles()
+        self.ngrams = NgramSources(tokenizer.encode, model.config.vocab_size)
         # The editor's open documents (file path -> text), set by the server: copies come from them too, and
         # their unsaved text replaces what the disk has.
         self.open_documents: Callable[[], dict[str, str]] | None = None
@@ -254,6 +262,7 @@ class CompletionEngine:
         cache,
         first: list[int] | None,
         symbols: tuple[str, str, list[str]] | None = None,
+        mix: NgramMixer | None = None,
     ) -> tuple[list[int], float]:
         """A canvas seeded with the encoder's greedy continuation (to the end of the line for rest-of-line spans):
         the denoiser then refines it instead of starting from noise. `symbols` (healed text, typed word,
@@ -262,11 +271,14 @@ class CompletionEngine:
         own best draft (its stop token included)."""
         stop = self._line_stops() if kind == "line" else {EOS}
         k = self.options.draft_candidates if kind == "line" else 1
-        draft, score = self._best_draft(prompt, canvas - 1, stop, cache, first, k)
+        draft, score = self._best_draft(prompt, canvas - 1, stop, cache, first, k, mix)
         if symbols is not None:
-            head = self._prefer_symbol(prompt, draft, symbols, cache)
+            head = self._prefer_symbol(prompt, draft, symbols, cache, mix)
             if head is not None and len(head) < canvas - 1:
-                draft = head + self._best_draft(prompt + head, canvas - 1 - len(head), stop, cache, None, k)[0]
+                rest = self._best_draft(
+                    prompt + head, canvas - 1 - len(head), stop, cache, None, k, mix and mix.after(head)
+                )
+                draft = head + rest[0]
         while draft and draft[-1] in stop:
             draft.pop()
         return build_canvas(draft, canvas), score
@@ -277,9 +289,11 @@ class CompletionEngine:
             self._newline_ids = {i for i, t in enumerate(self._vocab_texts()) if "\n" in t}
         return {EOS} | self._newline_ids
 
-    def _best_draft(self, prompt, max_tokens: int, stop: set[int], cache, first, k: int) -> tuple[list[int], float]:
+    def _best_draft(
+        self, prompt, max_tokens: int, stop: set[int], cache, first, k: int, mix: NgramMixer | None = None
+    ) -> tuple[list[int], float]:
         """The likeliest draft of a beam `k` wide (k=1: the greedy draft) and its summed log-probability."""
-        return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k)[0]
+        return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k, mix=mix)[0]
 
     def _copy_sources(self, path: str | None) -> list[str]:
         """Texts besides the document's own that rest-of-line copies may come from: the other open documents,
@@ -299,7 +313,15 @@ class CompletionEngine:
         return texts
 
     def _prefer_copy(
-        self, prompt: list[int], text: str, offset: int, healed: str, draft_score: float, cache, others: list[str]
+        self,
+        prompt: list[int],
+        text: str,
+        offset: int,
+        healed: str,
+        draft_score: float,
+        cache,
+        others: list[str],
+        mix: NgramMixer | None = None,
     ) -> list[int] | None:
         """Token ids of a rest of line copied from another line that starts the same way (infill.copies) that
         should be the answer instead of the model's own, or None. The model scores each copy as a whole line (its
@@ -309,7 +331,8 @@ class CompletionEngine:
         if self.options.copy_prior < 0:
             return None
         hedge = self.options.copy_hedge
-        return self._pick_copy(prompt, line_copies(text, offset, others), healed, draft_score, cache, hedge=hedge)
+        copies = line_copies(text, offset, others)
+        return self._pick_copy(prompt, copies, healed, draft_score, cache, hedge=hedge, mix=mix)
 
     def _prefer_next_line(
         self,
@@ -322,6 +345,7 @@ class CompletionEngine:
         others: list[str],
         first,
         hedge: float = -1.0,
+        mix: NgramMixer | None = None,
     ) -> list[int] | None:
         """Token ids of the line that follows the line above the cursor's elsewhere (in the file, beside it, in
         open documents: infill.copies.next_line_copies) and starts with what is typed, or None. With no
@@ -333,8 +357,24 @@ class CompletionEngine:
         score = -math.inf  # no prior: the best-scored copy wins, the model's own line is not drafted
         if self.options.next_line_prior is not None:
             k = self.options.draft_candidates
-            score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, first, k)[1]
-        return self._pick_copy(prompt, copies, healed, score, cache, self.options.next_line_prior, hedge)
+            score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, first, k, mix)[1]
+        return self._pick_copy(prompt, copies, healed, score, cache, self.options.next_line_prior, hedge, mix)
+
+    def _mixer(
+        self, text: str, offset: int, prompt: list[int], path: str | None, others: list[str]
+    ) -> NgramMixer | None:
+        """The cache n-gram model of this completion (model.ngram), or None when off. It learns from the texts copies
+        come from, read here when copies did not need them."""
+        o = self.options
+        if o.ngram_weight < 0:
+            return None
+        try:
+            if not others:
+                others = self._copy_sources(path)
+            return self.ngrams.mixer(text, offset, others, prompt, o.ngram_weight, o.ngram_per_order)
+        except Exception:  # extra evidence must never cost the completion
+            log.exception("n-gram cache")
+            return None
 
     def _wants_copies(self, text: str, offset: int, kind: str) -> bool:
         """Whether copies could match here (a line above, or enough typed on a line): only then are the files
@@ -352,6 +392,7 @@ class CompletionEngine:
         cache,
         prior: float | None = None,
         hedge: float = -1.0,
+        mix: NgramMixer | None = None,
     ) -> list[int] | None:
         """The ids of the copy the model scores best (to its line end) plus its prior (`copy_prior` unless given,
         more for a whole line), if that beats `draft_score`. With `hedge` >= 0, copies that score within that many
@@ -359,7 +400,7 @@ class CompletionEngine:
         if not copies:
             return None
         encoded = [self.tokenizer.encode(healed + c.rest) for c in copies]
-        scores = self.model.continuation_logprobs(prompt, encoded, cache, end_ids=self._line_stops())
+        scores = self.model.continuation_logprobs(prompt, encoded, cache, end_ids=self._line_stops(), mix=mix)
         prior = self.options.copy_prior if prior is None else prior
         bonus = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in copies]
         best = max(range(len(copies)), key=lambda i: scores[i] + bonus[i])
@@ -373,7 +414,9 @@ class CompletionEngine:
                 return self.tokenizer.encode(healed + shared)
         return encoded[best]
 
-    def _prefer_symbol(self, prompt: list[int], draft: list[int], symbols, cache) -> list[int] | None:
+    def _prefer_symbol(
+        self, prompt: list[int], draft: list[int], symbols, cache, mix: NgramMixer | None = None
+    ) -> list[int] | None:
         """Token ids of the workspace name that should start the answer instead of the draft's own word, or
         None. The model scores each name and its own word (log-probability after the prompt); a name wins when
         it trails by less than `symbol_prior` nats: a definition the project has is a better guess than a word
@@ -387,19 +430,28 @@ class CompletionEngine:
             return None
         options = [own] + names
         encoded = [self.tokenizer.encode(healed + name[len(typed) :]) for name in options]
-        scores = self.model.continuation_logprobs(prompt, encoded, cache)
+        scores = self.model.continuation_logprobs(prompt, encoded, cache, mix=mix)
         best = max(range(1, len(options)), key=lambda i: scores[i])
         if scores[best] + self.options.symbol_prior < scores[0]:
             return None
         return encoded[best]
 
-    def _cut_at_doubt(self, prompt: list[int], ids: list[int], healed: str, cache) -> list[int]:
+    def _unhealed(self, ids: list[int], healed: str) -> str:
+        """The text of `ids` after the healed text they start with (already in the buffer); "" when they do not."""
+        raw = self.tokenizer.decode(ids)
+        if healed:
+            raw = raw[len(healed) :] if raw.startswith(healed) else ""
+        return raw
+
+    def _cut_at_doubt(
+        self, prompt: list[int], ids: list[int], healed: str, cache, mix: NgramMixer | None = None
+    ) -> list[int]:
         """`ids` up to the first token the encoder's head gives less than `min_confidence` after the prompt and the
         tokens before it; the answer keeps at least one token past the healed text."""
         n = next((i for i, t in enumerate(ids) if t < len(SPECIAL_TOKENS)), len(ids))  # up to EOS or padding
         body = ids[:n]
         floor = math.log(self.options.min_confidence)
-        for i, logp in enumerate(self.model.token_logprobs(prompt, body, cache)):
+        for i, logp in enumerate(self.model.token_logprobs(prompt, body, cache, mix)):
             if logp < floor and len(self.tokenizer.decode(body[:i])) > len(healed):
                 return body[:i]
         return ids
@@ -508,19 +560,22 @@ class CompletionEngine:
         ar = self.options.draft == "ar"
         line_ar = ar and span.kind == "line"  # the encoder judges these answers (see min_confidence)
         others = self._copy_sources(path) if self._wants_copies(text, offset, span.kind) else []
+        mix = self._mixer(text, offset, prompt, path, others) if ar else None
         with self.prompt_cache.use(key or "", prompt) as cache:
             copied, source = None, "model"
             if ar:
                 # a copied line is the whole answer: the canvas is neither drafted nor denoised
                 line_canvas = min(canvas, self.options.line_canvas_length or canvas)
                 hedge = self.options.copy_hedge if span.kind == "line" else -1.0
-                copied = self._prefer_next_line(prompt, text, offset, healed, line_canvas, cache, others, first, hedge)
+                copied = self._prefer_next_line(
+                    prompt, text, offset, healed, line_canvas, cache, others, first, hedge, mix
+                )
                 source = "next line" if copied else source
             draft = ar and not copied
             symbols = self._symbols(text, offset, healed, path) if line_ar and draft else None  # (not for a copy)
-            init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols) if draft else (None, 0.0)
+            init, score = self._draft(prompt, canvas, span.kind, cache, first, symbols, mix) if draft else (None, 0.0)
             if line_ar and not copied:
-                copied = self._prefer_copy(prompt, text, offset, healed, score, cache, others)
+                copied = self._prefer_copy(prompt, text, offset, healed, score, cache, others, mix)
                 source = "copy" if copied else source
             ids = copied or self.model.generate(
                 prompt,
@@ -537,15 +592,16 @@ class CompletionEngine:
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" and not copied else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
                 ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first)
+            whole = ids
             if line_ar and not copied and self.options.min_confidence > 0:
-                ids = self._cut_at_doubt(prompt, ids, healed, cache)
+                ids = self._cut_at_doubt(prompt, ids, healed, cache, mix)
         t2 = time.perf_counter()
-        raw = self.tokenizer.decode(ids)
-        if healed:  # the answer starts with the text taken back from the prompt: it is already in the buffer
-            raw = raw[len(healed) :] if raw.startswith(healed) else ""
+        raw = self._unhealed(ids, healed)
         # The edit starts as a plain insertion; the suffix-overlap filter extends it over the rest of the line
-        # when the model rewrote that rest (as it was trained to), so closing brackets are never doubled.
-        out = postprocess(Candidate.at(text, offset, span, doc.language, raw, doc.tree))
+        # when the model rewrote that rest (as it was trained to), so closing brackets are never doubled. An answer
+        # cut short at doubt is judged for syntax as the line it was cut from (see filters.syntax_guard).
+        cut_from = self._unhealed(whole, healed) if whole is not ids else ""
+        out = postprocess(Candidate.at(text, offset, span, doc.language, raw, doc.tree, whole=cut_from))
         t3 = time.perf_counter()
         timings = {"prompt_ms": (t1 - t0) * 1e3, "model_ms": (t2 - t1) * 1e3, "post_ms": (t3 - t2) * 1e3}
         if not out.text and out.replace_end == offset:

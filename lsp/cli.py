@@ -150,6 +150,7 @@ def _eval(args: argparse.Namespace) -> int:
         draft_candidates=args.draft_candidates,
         siblings=args.siblings,
         copy_prior=args.copy_prior,
+        dump=args.dump,
     )
     return 0
 
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
+    ev.add_argument("--dump", default="", help="write one JSON line per case (truth, answer, source, scores) here")
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)

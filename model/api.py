@@ -14,6 +14,7 @@ from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
+from .ngram import NgramMixer
 from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
 
 
@@ -166,13 +167,15 @@ class DiffusionModel:
         cache: KVCache | None = None,
         first_allowed: list[int] | None = None,
         k: int = 1,
+        mix: NgramMixer | None = None,
     ) -> list[tuple[list[int], float]]:
         """The best draft of a beam search of width `k` over the encoder's head, then the other drafts that finished
         before it was sure (at most `k` in all), each with its summed log-probability (nats, its stop token
         included), likeliest first; k=1 is the greedy draft. A draft ends at a
         stop id or after `max_tokens`. Greedy decoding goes wrong most at the first word (mid-word, several fit):
         scoring whole continuations picks the one the model believes as a whole. The cache is left holding the
-        prompt; the beams extend copies of it."""
+        prompt; the beams extend copies of it. `mix` blends a cache n-gram model of the code around into each
+        next-token distribution (see model.ngram)."""
         if max_tokens <= 0:
             return [([], 0.0)]
         device = self.net.device
@@ -184,6 +187,8 @@ class DiffusionModel:
         if cache.length == n:  # the whole prompt is cached: re-encode its last token to get its hidden state
             cache.truncate(n - 1)
         logp = torch.log_softmax(self.net.head(self.net.encode(prompt[:, cache.length :], cache)[:, -1]).float(), -1)[0]
+        if mix is not None:
+            logp = mix.mix([], logp)
         if first_allowed is not None:
             allowed = torch.as_tensor(first_allowed, dtype=torch.long, device=device)
             logp = torch.full_like(logp, -math.inf).index_copy_(0, allowed, logp[allowed])
@@ -205,7 +210,10 @@ class DiffusionModel:
                 break
             _select_rows(rows, live)
             last = torch.tensor([[beams[i][0][-1]] for i in live], device=device)
-            step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1).topk(k)
+            step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1)
+            if mix is not None:
+                step = torch.stack([mix.mix(beams[i][0], row) for row, i in zip(step, live, strict=True)])
+            step = step.topk(k)
             grown = [
                 (score + s, row, t)
                 for row, (i, score) in enumerate((i, beams[i][1]) for i in live)
@@ -222,21 +230,29 @@ class DiffusionModel:
         continuations: list[list[int]],
         cache: KVCache | None = None,
         end_ids: Collection[int] | None = None,
+        mix: NgramMixer | None = None,
     ) -> list[float]:
         """Log-probability (summed, nats) of each token sequence right after the prompt under the encoder's LM
         head: how much the model believes each candidate text (a workspace symbol, its own draft). With `end_ids`,
         each score also counts the probability that one of those ids comes next (the line ends there), so whole
-        lines compare with the beam's drafts, which end in a stop token."""
-        return [sum(row) for row in self._continuation_rows(prompt_ids, continuations, cache, end_ids)]
+        lines compare with the beam's drafts, which end in a stop token. `mix`: as in `ar_drafts`."""
+        return [sum(row) for row in self._continuation_rows(prompt_ids, continuations, cache, end_ids, mix)]
 
-    def token_logprobs(self, prompt_ids, tokens: list[int], cache: KVCache | None = None) -> list[float]:
+    def token_logprobs(
+        self, prompt_ids, tokens: list[int], cache: KVCache | None = None, mix: NgramMixer | None = None
+    ) -> list[float]:
         """Each token's log-probability after the prompt and the tokens before it (encoder head): where the
         model stops being sure of an answer."""
-        return self._continuation_rows(prompt_ids, [tokens], cache, None)[0]
+        return self._continuation_rows(prompt_ids, [tokens], cache, None, mix)[0]
 
     @torch.inference_mode()
     def _continuation_rows(
-        self, prompt_ids, continuations: list[list[int]], cache: KVCache | None, end_ids: Collection[int] | None
+        self,
+        prompt_ids,
+        continuations: list[list[int]],
+        cache: KVCache | None,
+        end_ids: Collection[int] | None,
+        mix: NgramMixer | None = None,
     ) -> list[list[float]]:
         """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
         One short cached encoder pass per candidate; the cache is cut back to the prompt after each."""
@@ -258,6 +274,8 @@ class DiffusionModel:
             hidden = torch.cat([last, self.net.encode(fed, cache)], dim=1) if fed.shape[1] else last
             cache.truncate(length)
             logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)[0]
+            if mix is not None:
+                logp = mix.mix_rows(tokens, logp)
             row = logp[: len(tokens)].gather(-1, ids[0].unsqueeze(-1)).squeeze(-1).tolist()
             if ends is not None:
                 row.append(float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0)))

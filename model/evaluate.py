@@ -145,7 +145,10 @@ def run(
     draft_candidates: int = 0,
     siblings: bool = False,
     copy_prior: float | None = None,
+    dump: str = "",
 ) -> dict:
+    """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
+    (path, kind, truth, answer, source, scores) so that misses can be read, not just counted."""
     from diffill.infill.document import SyntaxDocument, count_errors
     from diffill.infill.engine import CompletionEngine, EngineOptions
     from diffill.infill.languages import language_for
@@ -175,6 +178,7 @@ def run(
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": []}
     latencies = []
+    dumped = []
     for case in cases:
         lang = language_for(None, case.path)
         doc = SyntaxDocument(case.text, lang)
@@ -193,8 +197,18 @@ def run(
         row = score(answer, case.truth, valid)
         results["model"].append(row)
         by_kind[case.kind].append(row)
+        if dump:
+            source = comp.source if comp is not None else ""
+            line_start = case.text.rfind("\n", 0, case.offset) + 1
+            typed = case.text[line_start : case.offset]
+            dumped.append(
+                {"path": case.path, "kind": case.kind, "typed": typed, "truth": case.truth}
+                | {"answer": answer, "source": source, **row}
+            )
         results["empty"].append(score("", case.truth, True))
         results["prev_line"].append(score(case.prev_line, case.truth, True))
+    if dump:
+        Path(dump).write_text("".join(json.dumps(d) + "\n" for d in dumped), encoding="utf-8")
     latencies.sort()
     summary = {
         "cases": len(cases),

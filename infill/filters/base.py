@@ -29,11 +29,23 @@ class Candidate:
     # The document's current tree-sitter tree (doc_text parsed), when known: filters then re-parse edits
     # incrementally instead of parsing the whole file again.
     tree: Any = field(default=None, compare=False, repr=False)
+    # The line this text was deliberately cut from (the engine keeps only the start the model is sure of), or "":
+    # the syntax guard judges that whole line, since a short answer is a start to type on from, not a line.
+    whole: str = ""
 
     @classmethod
-    def at(cls, doc_text: str, offset: int, span: Span, language: str | None, text: str, tree: Any = None) -> Candidate:
+    def at(
+        cls,
+        doc_text: str,
+        offset: int,
+        span: Span,
+        language: str | None,
+        text: str,
+        tree: Any = None,
+        whole: str = "",
+    ) -> Candidate:
         """A raw model output inserted at the cursor, replacing nothing yet."""
-        return cls(text, doc_text, offset, span, language, offset, tree)
+        return cls(text, doc_text, offset, span, language, offset, tree, whole)
 
     def with_text(self, text: str, replace_end: int | None = None) -> Candidate:
         """Same context, new text; replace_end defaults to the current one (an empty text replaces nothing)."""

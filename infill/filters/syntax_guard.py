@@ -2,6 +2,8 @@
 
 A completion must not add tree-sitter ERROR/MISSING nodes the buffer did not already have (nor, in Python, open a
 block it leaves empty). Counting (rather than demanding zero) lets a line completion inside an unfinished construct through as long as it makes nothing worse.
+A completion the engine cut short on purpose (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows)
+is judged as the line it was cut from: the user types on from it, and `import` alone would never parse.
 When the whole completion fails, shorter prefixes are tried, longest first: whole lines first (cleaner to accept),
 then token boundaries of the first line. Each try is a fresh parse of the whole edited document, so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion).
@@ -37,6 +39,8 @@ def syntax_guard(c: Candidate) -> Candidate:
         return c
     allowed = count_tree_errors(c.tree) if c.tree is not None else _errors(c.language, c.doc_text)
     if _acceptable(c, allowed):
+        return c
+    if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed):
         return c
     body, trail = c.split_trail()
     deadline = time.perf_counter() + TRY_BUDGET_S

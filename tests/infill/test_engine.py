@@ -21,7 +21,7 @@ class FakeModel:
     def generate(self, prompt, init=None, **kw):
         return [t for t in init if t > 1]  # the draft as the answer
 
-    def token_logprobs(self, prompt, tokens, cache=None):
+    def token_logprobs(self, prompt, tokens, cache=None, mix=None):
         return [0.0] * len(tokens)
 
 
@@ -202,11 +202,11 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             drafts.append(prompt)  # the first drafts the word; a second continues after a chosen name
             return [(tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n"), 0.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, mix=None):
             return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
 
     eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", token_healing=False, copy_prior=-1))
@@ -228,7 +228,7 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
     asked = []
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             asked.append(k)
             if k == 1:
                 return [(tok.encode("pass\n"), -1.0)]
@@ -253,10 +253,10 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     denoised, asked_ends = [], []
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(tok.encode("Handler(x)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             asked_ends.append(end_ids)
             return [-1.0 - own_lead for _ in continuations]
 
@@ -319,10 +319,10 @@ def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floo
     assert len(answer) > 4
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(answer + tok.encode("\n"), -1.0)]
 
-        def token_logprobs(self, prompt, tokens, cache=None):
+        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
             assert tokens == answer  # the answer without its end
             return logps
 
@@ -347,12 +347,12 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(prior,
     denoised, line_beams = [], []
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             if tok.encode("\n")[0] in stop_ids:
                 line_beams.append(k)
             return [(tok.encode("pass\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-1.0 - own_lead for _ in continuations]
 
         def generate(self, prompt, init=None, **kw):
@@ -379,11 +379,11 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
     drafted = []
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             drafted.append(k)
             return [(tok.encode("ose()\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-50.0 for _ in continuations]  # far less likely than the draft: a copy wins all the same
 
     eng = CompletionEngine(Drafter(net), tok, EngineOptions(steps=2, draft="ar", symbol_prior=-1, token_healing=False))
@@ -404,10 +404,10 @@ def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, 
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
     class Drafter(FakeModel):
-        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(tok.encode("True(z)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-2.0 if "y" in tok.decode(c) else -2.0 - gap for c in continuations]
 
     options = EngineOptions(steps=2, draft="ar", symbol_prior=-1, token_healing=False, copy_hedge=hedge)
@@ -415,3 +415,46 @@ def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, 
     text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h():\n    self.assert\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.rindex("assert") + 6)
     assert out is not None and out.text == expected and out.source == "copy"
+
+
+@pytest.mark.parametrize("weight", [0.2, -1.0])
+def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_path, weight):
+    """The draft, the copies' scores and the doubt cut all see one mixer (model.ngram) that learned the document's
+    other lines and the files beside it; ngram_weight < 0 turns it off."""
+    tok = CodeTokenizer.train(CODE + ["result = compute_total(items)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    seen = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            seen.append(("draft", mix))
+            return [(tok.encode("other(x)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            seen.append(("copies", mix))
+            return [-2.0 for _ in continuations]
+
+        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+            seen.append(("doubt", mix))
+            return [0.0] * len(tokens)
+
+    (tmp_path / "beside.py").write_text("total = compute_total(numbers)\n")
+    here = tmp_path / "here.py"
+    options = EngineOptions(
+        steps=2, draft="ar", min_confidence=0.3, symbol_prior=-1, ngram_weight=weight, token_healing=False
+    )
+    eng = CompletionEngine(Drafter(net), tok, options)
+    text = "def f(x):\n    return g(x)\n\nvalue = compute(\n"
+    eng.complete(SyntaxDocument(text, "python"), text.index("compute(") + 8, path=str(here))
+    kinds = {kind for kind, _ in seen}
+    assert {"draft", "doubt"} <= kinds
+    mixers = {id(m) for _, m in seen}
+    if weight < 0:
+        assert mixers == {id(None)}
+        return
+    assert len(mixers) == 1
+    mix = seen[0][1]
+    document, beside = mix.indexes
+    assert document.continuations(tok.encode("return g("))[0] > 0  # the document's lines
+    assert beside.continuations(tok.encode("compute_total("))[0] > 0  # the file beside it
+    assert mix.tail[-3:] == tok.encode("value = compute(")[-3:]  # the prompt's end: the typed line

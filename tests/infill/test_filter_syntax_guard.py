@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from diffill.infill.filters.syntax_guard import syntax_guard
@@ -99,3 +101,21 @@ def test_incremental_reparse_of_a_replacement_in_a_large_file():
     assert syntax_guard(good).text == "[3, 4])"  # replaces "(1, 2))" with no new error
     bad = Candidate.at(text, offset, span, "python", "[3, 4", doc.tree).with_text("[3, 4", offset + 7)
     assert syntax_guard(bad).text != "[3, 4"
+
+
+@pytest.mark.parametrize(
+    ("src", "raw", "whole", "expected"),
+    [
+        # cut short on purpose: judged as the line it was cut from, so `im|` -> `port` stands
+        ("im<CURSOR>\nx = 1\n", "port", "port os", "port"),
+        ("    d<CURSOR>\n", "ef", "ef f(x): return x", "ef"),
+        # the line it was cut from breaks the parse too: the usual shortening, here nothing
+        ("im<CURSOR>\nx = 1\n", "port", "port (", ""),
+        # a `whole` the text does not start is ignored
+        ("im<CURSOR>\nx = 1\n", "port", "pass", ""),
+    ],
+)
+def test_an_answer_cut_short_is_judged_as_its_whole_line(candidate, src, raw, whole, expected):
+    c = candidate("python", src, raw)
+    out = syntax_guard(dataclasses.replace(c, whole=whole))
+    assert out.text == expected

@@ -2,6 +2,8 @@
 
 import random
 
+import pytest
+
 from diffill.model.evaluate import context_cases, draw_cases, edit_cases, edit_similarity, make_case, score
 
 LIB = "def parse_header(line):\n    return line.split(':', 1)\n"
@@ -102,7 +104,15 @@ def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, 
         str(tmp_path / "a" / "a.py"),
         str(tmp_path / "b" / "b.py"),
     }
-    assert main(["eval", "--root", roots[0], "--root", roots[1], "--n", "6", "--steps", "1"]) == 0
+    dump = tmp_path / "cases.jsonl"
+    assert main(["eval", "--root", roots[0], "--root", roots[1], "--n", "6", "--steps", "1", "--dump", str(dump)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["cases"] == 6
     assert all(0.0 <= summary[k] <= 1.0 for k in ("exact", "useful", "edit_similarity", "valid"))
+    # --dump: one line per case, whose scores average to the summary's
+    rows = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert len(rows) == 6 and {r["kind"] for r in rows} == {"line", "lines"}
+    for r in rows:
+        assert r["exact"] == float(r["answer"].rstrip() == r["truth"].rstrip())
+        assert r["source"] in ("", "model", "copy", "next line")
+    assert sum(r["useful"] for r in rows) / 6 == pytest.approx(summary["useful"], abs=1e-3)

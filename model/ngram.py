@@ -1,0 +1,108 @@
+"""A cache language model over the code around the cursor, mixed into the model's next-token probabilities.
+
+A small model spells a long identifier it saw fifty lines above as badly as one it never saw; an n-gram model over
+the document and the files beside it spells it right, because code repeats itself. The two are interpolated
+(the cache n-gram models of Hellendoorn & Devanbu 2017, the interpolation of kNN-LM): where the last tokens also
+occur in the code around, p = (1 - w) p_model + w p_cache, p_cache being how those occurrences continue and w
+growing with the length of the context matched. The model still rules: a continuation the code around never
+shows keeps (1 - w) of its probability, and where nothing matches the model is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+MIN_ORDER = 2  # context tokens that must match (one token alone, `(` or `.`, says little)
+MAX_ORDER = 12  # longest context compared: past this the evidence is as strong as it gets
+
+
+class TokenIndex:
+    """The token streams of some texts with their bigrams sorted once: where a context occurs, and what follows."""
+
+    def __init__(self, streams: Sequence[Sequence[int]], vocab_size: int):
+        self.vocab = vocab_size
+        parts = []
+        for s in streams:
+            parts += [np.asarray(s, dtype=np.int64), np.array([-1], dtype=np.int64)]  # -1: no match across texts
+        self.ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        keys = self.ids[:-1] * vocab_size + self.ids[1:]  # the bigram that ends at position i + 1
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def continuations(self, context: Sequence[int], max_order: int = MAX_ORDER) -> tuple[int, np.ndarray]:
+        """(n, ids): the longest n (MIN_ORDER..max_order) such that the last n tokens of `context` occur here with
+        a token after them, and the tokens that follow those occurrences; (0, empty) when none does."""
+        if len(context) < MIN_ORDER or len(self.ids) < 3:
+            return 0, np.zeros(0, dtype=np.int64)
+        key = context[-2] * self.vocab + context[-1]
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        last = self.order[lo:hi] + 1  # positions of the context's last token
+        last = last[last + 1 < len(self.ids)]
+        last = last[self.ids[last + 1] >= 0]
+        if not last.size:
+            return 0, np.zeros(0, dtype=np.int64)
+        n = MIN_ORDER
+        while n < min(max_order, len(context)):
+            back = last - n
+            keep = back >= 0
+            keep[keep] = self.ids[back[keep]] == context[-1 - n]
+            if not keep.any():
+                break
+            last, n = last[keep], n + 1
+        return n, self.ids[last + 1]
+
+
+class NgramMixer:
+    """Mixes the cache's next-token distribution into the model's: `mix(tokens, logp)` for the tokens an answer
+    has so far (after the prompt, whose last tokens `tail` holds) and the model's log-probabilities of the next."""
+
+    def __init__(
+        self, indexes: Sequence[TokenIndex], tail: Sequence[int], weight: float = 0.5, per_order: float = 0.05
+    ):
+        self.indexes = [i for i in indexes if len(i)]
+        self.tail = list(tail)[-MAX_ORDER:]
+        self.weight = weight  # w at MIN_ORDER tokens matched
+        self.per_order = per_order  # ... plus this for each further token matched (at most 0.95)
+        self._memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float] | None] = {}
+
+    def after(self, head: Sequence[int]) -> NgramMixer:
+        """The same mixer for a prompt that `head` extends (its memo shared: contexts are absolute)."""
+        other = NgramMixer(self.indexes, self.tail + list(head), self.weight, self.per_order)
+        other._memo = self._memo
+        return other
+
+    def _cache(self, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """(ids, probabilities, w) of the cache after the tail and `tokens`, or None when no context matches."""
+        context = tuple((self.tail + list(tokens))[-MAX_ORDER:])
+        if context in self._memo:
+            return self._memo[context]
+        found = [index.continuations(context) for index in self.indexes]
+        n = max((order for order, _ in found), default=0)
+        out = None
+        if n:
+            follow = np.concatenate([ids for order, ids in found if order == n])
+            ids, counts = np.unique(follow, return_counts=True)
+            w = min(0.95, self.weight + self.per_order * (n - MIN_ORDER))
+            out = ids, counts / counts.sum(), w
+        self._memo[context] = out
+        return out
+
+    def mix(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
+        """log((1 - w) p_model + w p_cache) over the vocabulary (`logp` itself when the cache has nothing)."""
+        found = self._cache(tokens)
+        if found is None:
+            return logp
+        ids, probs, w = found
+        p = logp.exp() * (1.0 - w)
+        p.index_add_(0, torch.as_tensor(ids, device=p.device), torch.as_tensor(probs * w, dtype=p.dtype))
+        return p.clamp_min(1e-30).log()
+
+    def mix_rows(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
+        """`mix` for each row i of `logp` (the distribution after tokens[:i])."""
+        return torch.stack([self.mix(tokens[:i], row) for i, row in enumerate(logp)])

@@ -1,0 +1,67 @@
+"""What the cache n-gram model learns from at a completion (infill.ngram_sources): the document's lines around the
+cursor's and the other texts, each tokenized once."""
+
+import torch
+
+from diffill.infill import ngram_sources
+from diffill.infill.ngram_sources import NgramSources
+
+
+class CountingEncoder:
+    """Characters as token ids (a = 10, b = 11, ...), counting the texts it is asked to encode."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def __call__(self, text: str) -> list[int]:
+        self.calls.append(text)
+        return [ord(c) % 97 + 10 if c.isalpha() else 5 for c in text]
+
+
+def _ids(text: str) -> list[int]:
+    return CountingEncoder()(text)
+
+
+def test_the_document_around_the_cursor_line_is_learned_but_not_the_line_itself():
+    encode = CountingEncoder()
+    sources = NgramSources(encode, vocab_size=64)
+    text = "xyz\nabcq\nab|cd\n"
+    offset = text.index("|")
+    index = sources.mixer(text, offset, [], tail=[], weight=0.5, per_order=0.0).indexes[0]
+    assert index.continuations(_ids("ab"))[1].tolist() == _ids("c")  # from `abcq` above, not `ab|cd` itself
+    assert index.continuations(_ids("|c"))[0] == 0
+    assert encode.calls == ["xyz\nabcq\n", "\n"]
+
+
+def test_typing_along_a_line_keeps_the_document_index_and_other_texts_are_tokenized_once():
+    encode = CountingEncoder()
+    sources = NgramSources(encode, vocab_size=64)
+    other = "def compute_total(x):\n"
+    text = "above\nty\nbelow\n"
+    first = sources.mixer(text, text.index("ty") + 2, [other], tail=[], weight=0.5, per_order=0.0)
+    typed = text.replace("ty", "typ")
+    second = sources.mixer(typed, typed.index("typ") + 3, [other], tail=[], weight=0.5, per_order=0.0)
+    assert second.indexes[0] is first.indexes[0] and second.indexes[1] is first.indexes[1]
+    assert encode.calls.count(other) == 1
+    changed = "changed\n" + typed
+    third = sources.mixer(changed, changed.index("typ") + 3, [other, "more\n"], tail=[], weight=0.5, per_order=0.0)
+    assert third.indexes[0] is not first.indexes[0] and third.indexes[1] is not first.indexes[1]
+    assert encode.calls.count(other) == 1  # still cached: only the new text was tokenized
+    assert encode.calls[-1] == "more\n"
+
+
+def test_tokens_of_texts_seen_long_ago_are_dropped(monkeypatch):
+    monkeypatch.setattr(ngram_sources, "MAX_CACHED_TOKENS", 10)
+    encode = CountingEncoder()
+    sources = NgramSources(encode, vocab_size=64)
+    for text in ["aaaaaa", "bbbbbb", "aaaaaa"]:
+        sources.mixer("x\n", 0, [text], tail=[], weight=0.5, per_order=0.0)
+    assert encode.calls.count("aaaaaa") == 2  # evicted by "bbbbbb" (12 tokens > 10), then tokenized again
+    assert list(sources._tokens) == ["aaaaaa"]  # and "bbbbbb" made way for it
+
+
+def test_the_mixer_prefers_what_the_other_texts_spell():
+    sources = NgramSources(_ids, vocab_size=64)
+    mixer = sources.mixer("q\n", 2, ["print(compute_total)"], tail=_ids("compute_t"), weight=0.5, per_order=0.1)
+    logp = torch.full((64,), -torch.log(torch.tensor(64.0)))
+    assert int(mixer.mix([], logp).argmax()) == _ids("o")[0]

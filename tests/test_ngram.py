@@ -1,0 +1,89 @@
+"""The cache n-gram model (model.ngram): where a context occurs in the code around, what follows it, and how that
+is mixed into the model's next-token probabilities."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from tiny import random_model, tiny_config
+
+from diffill.model.ngram import MAX_ORDER, MIN_ORDER, NgramMixer, TokenIndex
+
+V = 50
+
+
+def test_the_longest_matching_context_decides_what_follows():
+    # 1 2 3 is followed by 9 once, 2 3 by 4 twice more: the longer context wins
+    index = TokenIndex([[1, 2, 3, 9, 5, 2, 3, 4, 7, 2, 3, 4]], V)
+    order, follow = index.continuations([8, 1, 2, 3])
+    assert order == 3 and follow.tolist() == [9]
+    order, follow = index.continuations([6, 2, 3])
+    assert order == 2 and sorted(follow.tolist()) == [4, 4, 9]
+
+
+def test_no_match_across_texts_nor_past_the_end_nor_from_one_token():
+    index = TokenIndex([[1, 2], [3, 4], [5, 6, 7]], V)
+    assert index.continuations([1, 2])[0] == 0  # 1 2 ends its text: nothing follows it there
+    assert index.continuations([2, 3])[0] == 0  # 2 | 3 spans two texts
+    assert index.continuations([7])[0] == 0  # one token is too little context
+    assert index.continuations([5, 6])[1].tolist() == [7]
+    assert len(TokenIndex([], V)) == 0 and TokenIndex([], V).continuations([1, 2])[0] == 0
+
+
+def test_matching_stops_at_max_order():
+    stream = list(range(1, 30)) + [40] + list(range(1, 30)) + [41]
+    index = TokenIndex([stream], V)
+    order, follow = index.continuations(list(range(1, 30)), max_order=MAX_ORDER)
+    assert order == MAX_ORDER and sorted(follow.tolist()) == [40, 41]
+
+
+def _uniform() -> torch.Tensor:
+    return torch.full((V,), -math.log(V))
+
+
+def test_the_mix_moves_weight_to_what_the_code_around_continues_with():
+    index = TokenIndex([[1, 2, 3, 9, 1, 2, 3, 9, 1, 2, 3, 8]], V)
+    mixer = NgramMixer([index], tail=[7, 1, 2], weight=0.2, per_order=0.1)
+    mixed = mixer.mix([3], _uniform())  # context 1 2 3 (order 3): 9 twice, 8 once
+    w = 0.2 + 0.1 * (3 - MIN_ORDER)
+    p = mixed.exp()
+    assert float(p.sum()) == pytest.approx(1.0, abs=1e-5)
+    assert float(p[9]) == pytest.approx((1 - w) / V + w * 2 / 3, rel=1e-5)
+    assert float(p[8]) == pytest.approx((1 - w) / V + w / 3, rel=1e-5)
+    assert float(p[5]) == pytest.approx((1 - w) / V, rel=1e-5)
+
+
+def test_without_a_match_the_model_is_left_alone():
+    mixer = NgramMixer([TokenIndex([[1, 2, 3]], V)], tail=[4, 5], weight=0.5, per_order=0.1)
+    logp = torch.log_softmax(torch.randn(V, generator=torch.Generator().manual_seed(0)), -1)
+    assert torch.equal(mixer.mix([6], logp), logp)
+    assert torch.equal(NgramMixer([], tail=[1, 2], weight=0.5, per_order=0.1).mix([], logp), logp)
+
+
+def test_rows_are_mixed_after_the_tokens_before_them_and_after_extends_the_tail():
+    index = TokenIndex([[1, 2, 3, 4, 5]], V)
+    mixer = NgramMixer([index], tail=[1], weight=0.5, per_order=0.0)
+    rows = mixer.mix_rows([2, 3, 4], torch.stack([_uniform()] * 4))
+    # row i follows tokens[:i]: row 0 after [1] (one token: no match), row 1 after 1 2 -> 3, row 2 after 2 3 -> 4
+    assert torch.equal(rows[0], _uniform())
+    assert int(rows[1].argmax()) == 3 and int(rows[2].argmax()) == 4 and int(rows[3].argmax()) == 5
+    later = mixer.after([2, 3])
+    assert int(later.mix([], _uniform()).argmax()) == 4 and int(later.mix([4], _uniform()).argmax()) == 5
+
+
+def test_the_mixed_scores_reach_the_beam_and_the_scorers():
+    """ar_drafts with a mixer: a continuation the code around repeats outscores what the random model prefers;
+    token_logprobs and continuation_logprobs score it with the same mixed probabilities."""
+    model = random_model(tiny_config(vocab_size=V), seed=0, eos=[1])
+    prompt = [2, 10, 11, 12]
+    target = [20, 21, 22]
+    assert model.ar_drafts(prompt, 3, {1}, k=2)[0][0] != target
+    mixer = NgramMixer([TokenIndex([[11, 12, *target] * 5], V)], tail=prompt, weight=0.9, per_order=0.0)
+    mixed, score = model.ar_drafts(prompt, 3, {1}, k=2, mix=mixer)[0]
+    assert mixed == target
+    rows = model.token_logprobs(prompt, mixed, mix=mixer)
+    assert all(r > math.log(0.85) for r in rows)  # the cache is sure of each of them
+    assert score == pytest.approx(sum(rows), abs=1e-4)
+    assert np.all(np.array(model.token_logprobs(prompt, mixed)) < math.log(0.85))  # the model alone is not
+    assert model.continuation_logprobs(prompt, [mixed], mix=mixer)[0] == pytest.approx(score, abs=1e-4)
