@@ -159,6 +159,9 @@ class CompletionEngine:
         # The editor's open documents (file path -> text), set by the server: copies come from them too, and
         # their unsaved text replaces what the disk has.
         self.open_documents: Callable[[], dict[str, str]] | None = None
+        # Folders whose files may be read beside the document (the server sets the workspace roots: nothing
+        # outside them is read); None: any folder (the CLI and `diffill eval`, given a path by the user).
+        self.read_roots: list[Path] | None = None
 
     def prompt_for(
         self, text: str, offset: int, suffix_start: int, context: list[str] | None = None, heal: bool = False
@@ -309,7 +312,8 @@ class CompletionEngine:
         if path:
             # siblings are plain files (no links) of the folder: resolved, they are the resolved folder plus a name
             folder = Path(path).parent.resolve()
-            texts += [t for p, t in self.siblings.texts(path) if str(folder / p.name) not in opened]
+            if self.read_roots is None or any(folder == r or folder.is_relative_to(r) for r in self.read_roots):
+                texts += [t for p, t in self.siblings.texts(path) if str(folder / p.name) not in opened]
         return texts
 
     def _prefer_copy(
@@ -359,6 +363,11 @@ class CompletionEngine:
             k = self.options.draft_candidates
             score = self._best_draft(prompt, canvas - 1, self._line_stops(), cache, first, k, mix)[1]
         return self._pick_copy(prompt, copies, healed, score, cache, self.options.next_line_prior, hedge, mix)
+
+    def warm_sources(self, path: str | None) -> None:
+        """Tokenize the texts a completion in `path` learns from (see infill.ngram_sources) ahead of it."""
+        if self.options.ngram_weight >= 0:
+            self.ngrams.warm(self._copy_sources(path))
 
     def _mixer(
         self, text: str, offset: int, prompt: list[int], path: str | None, others: list[str]

@@ -3,7 +3,9 @@ and the texts copies come from (other open documents, the files beside it).
 
 Tokenizing is the cost (about 1 MB of code a second), so each text is tokenized once and kept while it is the same
 (the files beside the document come back as the same strings while they do not change), and the indexes are
-rebuilt only when their texts change: typing along a line leaves the text above and below it as it was.
+rebuilt only when their texts change: typing along a line leaves the text above and below it as it was. A
+completion tokenizes at most MAX_NEW_CHARS of texts it has not seen (the others join at later completions), and
+the server warms the cache when a document opens (`warm`), so a large folder never stalls a keystroke.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from diffill.model.ngram import NgramMixer, TokenIndex
 from .copies import WINDOW_AFTER, WINDOW_BEFORE
 
 MAX_CACHED_TOKENS = 4_000_000  # token ids kept for texts seen lately (int32: 16 MB)
+MAX_NEW_CHARS = 256_000  # characters of texts not seen before that one completion tokenizes (about 80 ms)
 
 
 class NgramSources:
@@ -53,10 +56,24 @@ class NgramSources:
             self._document = key, TokenIndex([self.encode(part) for part in key], self.vocab_size)
         return self._document[1]
 
+    def warm(self, texts: Sequence[str]) -> None:
+        """Tokenize `texts` now (a document just opened: the files beside it), so completions find them ready."""
+        for text in texts:
+            self._ids(text)
+
     def _others_index(self, others: Sequence[str]) -> TokenIndex:
-        key = tuple(hash(t) for t in others)
+        """One index over the other texts that are tokenized, plus those that fit this completion's budget."""
+        budget = MAX_NEW_CHARS
+        ready = []
+        for text in others:
+            if text not in self._tokens:
+                if len(text) > budget:
+                    continue
+                budget -= len(text)
+            ready.append(text)
+        key = tuple(hash(t) for t in ready)
         if self._others is None or self._others[0] != key:
-            self._others = key, TokenIndex([self._ids(t) for t in others], self.vocab_size)
+            self._others = key, TokenIndex([self._ids(t) for t in ready], self.vocab_size)
         return self._others[1]
 
     def mixer(

@@ -166,12 +166,14 @@ class DiffillServer(LanguageServer):
         threading.Thread(target=run, name="diffill-index", daemon=True).start()
         if self.engine is not None:
             self.engine.workspace = index
+            self.engine.read_roots = list(index.roots)
 
     def _make_engine(self, loaded) -> CompletionEngine:
         self.loaded = loaded
         self.context_enabled = loaded.trained_with_context
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
         engine.workspace = self.workspace_index
+        engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
         engine.recent = self.recent
         engine.open_documents = self._open_documents
         return engine
@@ -262,6 +264,22 @@ class DiffillServer(LanguageServer):
         except ValueError:  # a URI urllib cannot split (`file://[x`): the languageId alone decides
             lang = language_for(item.language_id)
         self.docs[item.uri] = DocState(_syntax_document(item.uri, text, lang), item.language_id)
+        self._warm_sources(item.uri)
+
+    def _warm_sources(self, uri: str) -> None:
+        """Tokenize the files beside a document just opened on the model's thread (it is idle while the user reads;
+        a completion would queue behind it): the first completions there then find them ready."""
+        engine = self.engine
+        if engine is None:
+            return
+
+        def warm() -> None:
+            try:
+                engine.warm_sources(to_fs_path(uri))
+            except Exception:  # a head start only: the completion tokenizes what it needs itself
+                log.exception("warming the n-gram sources of %s", uri)
+
+        self.scheduler.executor.submit(warm)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri

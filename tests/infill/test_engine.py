@@ -293,8 +293,14 @@ def test_copies_come_from_open_documents_and_the_files_beside_but_never_the_file
 
         engine.open_documents = broken
         assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]  # the disk's texts only
+        # the server names the workspace roots: files beside a document outside them are not read
+        engine.read_roots = [(tmp_path / "elsewhere").resolve()]
+        assert engine._copy_sources(str(here)) == []
+        engine.read_roots = [tmp_path.resolve()]
+        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]
     finally:
         engine.open_documents = None
+        engine.read_roots = None
 
 
 @pytest.mark.parametrize(

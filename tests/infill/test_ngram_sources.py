@@ -65,3 +65,17 @@ def test_the_mixer_prefers_what_the_other_texts_spell():
     mixer = sources.mixer("q\n", 2, ["print(compute_total)"], tail=_ids("compute_t"), weight=0.5, per_order=0.1)
     logp = torch.full((64,), -torch.log(torch.tensor(64.0)))
     assert int(mixer.mix([], logp).argmax()) == _ids("o")[0]
+
+
+def test_a_completion_tokenizes_a_bounded_amount_of_new_text_and_warm_does_the_rest(monkeypatch):
+    monkeypatch.setattr(ngram_sources, "MAX_NEW_CHARS", 10)
+    encode = CountingEncoder()
+    sources = NgramSources(encode, vocab_size=64)
+    small, large = "abcab", "xyzxyzxyzxyz"
+    mixer = sources.mixer("q\n", 0, [large, small], tail=[], weight=0.5, per_order=0.0)
+    assert large not in encode.calls and small in encode.calls  # over the budget: left for later
+    assert mixer.indexes[1].continuations(_ids("ab"))[1].tolist() == _ids("c")
+    sources.warm([large, small])
+    assert encode.calls.count(large) == 1 and encode.calls.count(small) == 1
+    mixer = sources.mixer("q\n", 0, [large, small], tail=[], weight=0.5, per_order=0.0)
+    assert mixer.indexes[1].continuations(_ids("xy"))[1].tolist() == _ids("zzzz")

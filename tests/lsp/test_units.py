@@ -1,5 +1,7 @@
 """Unit tests of the server's small parts: settings validation, typed-ahead cache, cancel tokens."""
 
+import threading
+
 import pytest
 
 from diffill.lsp.cache import TypedAheadCache
@@ -95,3 +97,30 @@ def test_scheduler_cancels_older_generation():
     s.finish("doc", c)
     assert s.in_flight() == 0 and not c.cancelled
     s.shutdown()
+
+
+def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, caplog):
+    """didOpen queues the tokenizing of the files beside the document on the model's executor; a failure there is
+    logged and costs nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from diffill.lsp.server import DiffillServer
+
+    threads, paths = [], []
+
+    class Engine:
+        def warm_sources(self, path):
+            threads.append(threading.current_thread().name)
+            paths.append(path)
+            if path.endswith("bad.py"):
+                raise RuntimeError("boom")
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-model") as executor:
+        server = SimpleNamespace(engine=Engine(), scheduler=SimpleNamespace(executor=executor))
+        DiffillServer._warm_sources(server, (tmp_path / "a.py").as_uri())
+        DiffillServer._warm_sources(server, (tmp_path / "bad.py").as_uri())
+        DiffillServer._warm_sources(SimpleNamespace(engine=None, scheduler=None), (tmp_path / "c.py").as_uri())
+    assert paths == [str(tmp_path / "a.py"), str(tmp_path / "bad.py")]
+    assert all(name.startswith("diffill-model") for name in threads)
+    assert "warming the n-gram sources" in caplog.text
