@@ -54,6 +54,22 @@ class Completion:
     source: str = "model"  # "model", or "copy" / "next line" for a line copied from the code around (infill.copies)
 
 
+@dataclass(frozen=True)
+class Neighbours:
+    """The texts around a document: the other open documents, and the files of its folder on disk (its own saved
+    copy included: one n-gram index of a folder serves all its files, each left out of its own matches)."""
+
+    opened: list[str]
+    folder: list[tuple[Path, str]]  # resolved paths
+    here: Path | None  # the document's resolved path
+    opened_paths: frozenset[str]
+
+    def texts(self) -> list[str]:
+        """What copies come from: the open documents, then the folder's files neither open nor this one (whose
+        saved copy may hold what is being typed)."""
+        return self.opened + [t for p, t in self.folder if p != self.here and str(p) not in self.opened_paths]
+
+
 @dataclass
 class EngineOptions:
     steps: int = 8
@@ -298,23 +314,28 @@ class CompletionEngine:
         """The likeliest draft of a beam `k` wide (k=1: the greedy draft) and its summed log-probability."""
         return self.model.ar_drafts(prompt, max_tokens, stop, cache, first, k=k, mix=mix)[0]
 
-    def _copy_sources(self, path: str | None) -> list[str]:
-        """Texts besides the document's own that rest-of-line copies may come from: the other open documents,
-        then the files beside this one on disk (see infill.neighbors)."""
+    def _neighbours(self, path: str | None) -> Neighbours:
+        """The other open documents (at most MAX_OPEN_SOURCES, the last opened) and the files of this one's folder
+        on disk (see infill.neighbors; only inside `read_roots`)."""
         opened = {}
         if self.open_documents is not None:
             try:
                 opened = {str(Path(p).resolve()): t for p, t in self.open_documents().items()}
             except Exception:  # a source of extra context must never cost the completion
                 log.exception("open documents for copies")
-        here = str(Path(path).resolve()) if path else None
-        texts = [t for p, t in opened.items() if p != here and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
+        here = Path(path).resolve() if path else None
+        texts = [t for p, t in opened.items() if p != str(here) and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
+        folder_files = []
         if path:
             # siblings are plain files (no links) of the folder: resolved, they are the resolved folder plus a name
             folder = Path(path).parent.resolve()
             if self.read_roots is None or any(folder == r or folder.is_relative_to(r) for r in self.read_roots):
-                texts += [t for p, t in self.siblings.texts(path) if str(folder / p.name) not in opened]
-        return texts
+                folder_files = [(folder / p.name, t) for p, t in self.siblings.texts(path, include_self=True)]
+        return Neighbours(texts, folder_files, here, frozenset(opened))
+
+    def _copy_sources(self, path: str | None) -> list[str]:
+        """Texts besides the document's own that rest-of-line copies may come from (see Neighbours.texts)."""
+        return self._neighbours(path).texts()
 
     def _prefer_copy(
         self,
@@ -365,22 +386,20 @@ class CompletionEngine:
         return self._pick_copy(prompt, copies, healed, score, cache, self.options.next_line_prior, hedge, mix)
 
     def warm_sources(self, path: str | None) -> None:
-        """Tokenize the texts a completion in `path` learns from (see infill.ngram_sources) ahead of it."""
+        """Tokenize and index the texts a completion in `path` learns from (see infill.ngram_sources) ahead of it."""
         if self.options.ngram_weight >= 0:
-            self.ngrams.warm(self._copy_sources(path))
+            around = self._neighbours(path)
+            self.ngrams.warm(around.opened, around.folder)
 
-    def _mixer(
-        self, text: str, offset: int, prompt: list[int], path: str | None, others: list[str]
-    ) -> NgramMixer | None:
-        """The cache n-gram model of this completion (model.ngram), or None when off. It learns from the texts copies
-        come from, read here when copies did not need them."""
+    def _mixer(self, text: str, offset: int, prompt: list[int], around: Neighbours | None) -> NgramMixer | None:
+        """The cache n-gram model of this completion (model.ngram), or None when off."""
         o = self.options
-        if o.ngram_weight < 0:
+        if o.ngram_weight < 0 or around is None:
             return None
         try:
-            if not others:
-                others = self._copy_sources(path)
-            return self.ngrams.mixer(text, offset, others, prompt, o.ngram_weight, o.ngram_per_order)
+            return self.ngrams.mixer(
+                text, offset, around.opened, around.folder, around.here, prompt, o.ngram_weight, o.ngram_per_order
+            )
         except Exception:  # extra evidence must never cost the completion
             log.exception("n-gram cache")
             return None
@@ -568,8 +587,10 @@ class CompletionEngine:
         canvases = 1 if span.kind == "line" else 2
         ar = self.options.draft == "ar"
         line_ar = ar and span.kind == "line"  # the encoder judges these answers (see min_confidence)
-        others = self._copy_sources(path) if self._wants_copies(text, offset, span.kind) else []
-        mix = self._mixer(text, offset, prompt, path, others) if ar else None
+        wants_copies = self._wants_copies(text, offset, span.kind)
+        around = self._neighbours(path) if wants_copies or (ar and self.options.ngram_weight >= 0) else None
+        others = around.texts() if wants_copies and around is not None else []
+        mix = self._mixer(text, offset, prompt, around) if ar else None
         with self.prompt_cache.use(key or "", prompt) as cache:
             copied, source = None, "model"
             if ar:

@@ -9,6 +9,7 @@ bounded (count, size per file, total) so that a huge folder costs no more than a
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class SiblingFiles:
         self._texts: dict[Path, tuple[tuple[int, int], str]] = {}  # path -> ((mtime_ns, size), text)
         self._listings: dict[tuple[Path, str], tuple[float, list]] = {}  # (folder, suffix) -> (time, entries)
         self._clock = clock
+        self._lock = threading.Lock()
 
     def _entries(self, folder: Path, suffix: str) -> list[tuple[Path, os.stat_result]]:
         """The folder's files with that suffix and their stat, newest first; listed again after LISTING_TTL_S."""
@@ -48,9 +50,13 @@ class SiblingFiles:
         self._listings[(folder, suffix)] = (now, entries)
         return entries
 
-    def texts(self, path: str | Path) -> list[tuple[Path, str]]:
-        here = Path(path)
-        entries = [(p, st) for p, st in self._entries(here.parent, here.suffix) if p.name != here.name]
+    def texts(self, path: str | Path, include_self: bool = False) -> list[tuple[Path, str]]:
+        """(path, text) of the files beside `path` (and of `path` itself with `include_self`), newest first."""
+        with self._lock:  # the server's warm-up thread reads them too
+            return self._texts_of(Path(path), include_self)
+
+    def _texts_of(self, here: Path, include_self: bool) -> list[tuple[Path, str]]:
+        entries = [(p, st) for p, st in self._entries(here.parent, here.suffix) if include_self or p.name != here.name]
         out, total = [], 0
         for p, st in entries[:MAX_FILES]:
             if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:

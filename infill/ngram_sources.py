@@ -5,13 +5,16 @@ Tokenizing is the cost (about 1 MB of code a second), so each text is tokenized 
 (the files beside the document come back as the same strings while they do not change), and the indexes are
 rebuilt only when their texts change: typing along a line leaves the text above and below it as it was. A
 completion tokenizes at most MAX_NEW_CHARS of texts it has not seen (the others join at later completions), and
-the server warms the cache when a document opens (`warm`), so a large folder never stalls a keystroke.
+the server warms the cache on a thread of its own when a document opens (`warm`), so a large folder never stalls
+a keystroke.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -21,29 +24,38 @@ from .copies import WINDOW_AFTER, WINDOW_BEFORE
 
 MAX_CACHED_TOKENS = 4_000_000  # token ids kept for texts seen lately (int32: 16 MB)
 MAX_NEW_CHARS = 256_000  # characters of texts not seen before that one completion tokenizes (about 80 ms)
+# characters of a folder's files learned from, newest first (hf_hub: 1 MB scores as 4 MB; 300 KB loses a point)
+MAX_FOLDER_CHARS = 1_000_000
 
 
 class NgramSources:
     def __init__(self, encode: Callable[[str], list[int]], vocab_size: int):
         self.encode = encode
         self.vocab_size = vocab_size
+        self._lock = threading.Lock()
+        self._warming = 0  # warm-ups running (on the server's warm-up thread)
         self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
         self._held = 0
-        self._others: tuple[tuple[int, ...], TokenIndex] | None = None
+        self._opened: tuple[tuple[int, ...], TokenIndex] | None = None
+        self._folder: tuple[tuple, TokenIndex] | None = None
         self._document: tuple[tuple[str, str], TokenIndex] | None = None
 
     def _ids(self, text: str) -> np.ndarray:
-        """The text's token ids, tokenized once while it stays among the texts seen lately."""
-        ids = self._tokens.get(text)
-        if ids is not None:
-            self._tokens.move_to_end(text)
-            return ids
+        """The text's token ids, tokenized once while it stays among the texts seen lately (the lock guards the
+        cache, not the tokenizing: a warm-up on another thread never holds a completion up)."""
+        with self._lock:
+            ids = self._tokens.get(text)
+            if ids is not None:
+                self._tokens.move_to_end(text)
+                return ids
         ids = np.asarray(self.encode(text), dtype=np.int32)
-        self._tokens[text] = ids
-        self._held += len(ids)
-        while self._held > MAX_CACHED_TOKENS and len(self._tokens) > 1:
-            _, dropped = self._tokens.popitem(last=False)
-            self._held -= len(dropped)
+        with self._lock:
+            if text not in self._tokens:
+                self._tokens[text] = ids
+                self._held += len(ids)
+            while self._held > MAX_CACHED_TOKENS and len(self._tokens) > 1:
+                _, dropped = self._tokens.popitem(last=False)
+                self._held -= len(dropped)
         return ids
 
     def _document_index(self, text: str, offset: int) -> TokenIndex:
@@ -56,31 +68,94 @@ class NgramSources:
             self._document = key, TokenIndex([self.encode(part) for part in key], self.vocab_size)
         return self._document[1]
 
-    def warm(self, texts: Sequence[str]) -> None:
-        """Tokenize `texts` now (a document just opened: the files beside it), so completions find them ready."""
-        for text in texts:
-            self._ids(text)
+    def warm(self, opened: Sequence[str], folder: Sequence[tuple[Path, str]]) -> None:
+        """Tokenize and index the texts now (a document just opened: the files beside it), so that its first
+        completion finds them ready."""
+        with self._lock:
+            self._warming += 1
+        try:
+            folder = _within(folder, MAX_FOLDER_CHARS)
+            for text in [*opened, *(t for _, t in folder)]:
+                self._ids(text)
+            self._opened_index(opened)
+            self._folder_index(folder, None)
+        finally:
+            with self._lock:
+                self._warming -= 1
 
-    def _others_index(self, others: Sequence[str]) -> TokenIndex:
-        """One index over the other texts that are tokenized, plus those that fit this completion's budget."""
-        budget = MAX_NEW_CHARS
-        ready = []
-        for text in others:
-            if text not in self._tokens:
+    def _ready(self, texts: Sequence[str]) -> list[int]:
+        """Which of `texts` are tokenized, or fit this completion's budget of new text."""
+        budget, ready = MAX_NEW_CHARS, []
+        with self._lock:
+            known = [text in self._tokens for text in texts]
+        for i, text in enumerate(texts):
+            if not known[i]:
                 if len(text) > budget:
                     continue
                 budget -= len(text)
-            ready.append(text)
-        key = tuple(hash(t) for t in ready)
-        if self._others is None or self._others[0] != key:
-            self._others = key, TokenIndex([self._ids(t) for t in ready], self.vocab_size)
-        return self._others[1]
+            ready.append(i)
+        return ready
+
+    def _opened_index(self, opened: Sequence[str]) -> TokenIndex:
+        texts = [opened[i] for i in self._ready(opened)]
+        key = tuple(hash(t) for t in texts)
+        if self._opened is None or self._opened[0] != key:
+            self._opened = key, TokenIndex([self._ids(t) for t in texts], self.vocab_size)
+        return self._opened[1]
+
+    def _folder_index(self, folder: Sequence[tuple[Path, str]], here: Path | None) -> TokenIndex:
+        """One index for all the files of a folder, the edited one's saved copy left out of its matches: the index
+        stays the same while the user moves between the files of the folder."""
+        folder = _within(folder, MAX_FOLDER_CHARS)
+        items = [folder[i] for i in self._ready([t for _, t in folder])]
+        key = tuple((p, hash(t)) for p, t in items)
+        built = self._folder
+        if built is None or built[0] != key:
+            built = key, TokenIndex([self._ids(t) for _, t in items], self.vocab_size)
+            self._folder = built
+        paths = [p for p, _ in items]
+        return built[1].excluding(paths.index(here)) if here in paths else built[1]
+
+    def _folder_index_if_built(self, folder: Sequence[tuple[Path, str]], here: Path | None) -> TokenIndex | None:
+        """The folder's index when it is built for these very files, else None (a warm-up is building it)."""
+        folder = _within(folder, MAX_FOLDER_CHARS)
+        built = self._folder
+        if built is None or built[0] != tuple((p, hash(t)) for p, t in folder):
+            return None
+        paths = [p for p, _ in folder]
+        return built[1].excluding(paths.index(here)) if here in paths else built[1]
 
     def mixer(
-        self, text: str, offset: int, others: Sequence[str], tail: Sequence[int], weight: float, per_order: float
+        self,
+        text: str,
+        offset: int,
+        opened: Sequence[str],
+        folder: Sequence[tuple[Path, str]],
+        here: Path | None,
+        tail: Sequence[int],
+        weight: float,
+        per_order: float,
     ) -> NgramMixer:
-        """A mixer for a completion at `offset` whose prompt ends with `tail`."""
+        """A mixer for a completion at `offset` of `text` (saved at `here`, one of the `folder`'s files) whose prompt
+        ends with `tail`; `opened`: the other open documents."""
         indexes = [self._document_index(text, offset)]
-        if others:
-            indexes.append(self._others_index(others))
+        if opened:
+            indexes.append(self._opened_index(opened))
+        if folder:
+            # while a warm-up runs, a completion does not race it to tokenize the same folder: it goes without
+            with self._lock:
+                warming = self._warming > 0
+            index = self._folder_index_if_built(folder, here) if warming else self._folder_index(folder, here)
+            if index is not None:
+                indexes.append(index)
         return NgramMixer(indexes, tail, weight, per_order)
+
+
+def _within(folder: Sequence[tuple[Path, str]], chars: int) -> list[tuple[Path, str]]:
+    """The first files of `folder` (newest first) that fit in `chars` characters."""
+    out = []
+    for path, text in folder:
+        if len(text) <= chars:
+            out.append((path, text))
+            chars -= len(text)
+    return out

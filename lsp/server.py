@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,8 @@ class DiffillServer(LanguageServer):
         self.model_state = "not loaded"
         self.model_error: str | None = None
         self._load_lock = threading.Lock()
+        self.warm_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm")  # see _warm_sources
+        self.warming: dict[str, bool] = {}  # documents whose sources are being warmed (diffill/status)
         self.stats = {
             "requests": 0,
             "model_calls": 0,
@@ -267,8 +270,8 @@ class DiffillServer(LanguageServer):
         self._warm_sources(item.uri)
 
     def _warm_sources(self, uri: str) -> None:
-        """Tokenize the files beside a document just opened on the model's thread (it is idle while the user reads;
-        a completion would queue behind it): the first completions there then find them ready."""
+        """Tokenize and index the files beside a document just opened, on a thread of its own (a completion never
+        queues behind it): the first completions there then find them ready."""
         engine = self.engine
         if engine is None:
             return
@@ -278,8 +281,11 @@ class DiffillServer(LanguageServer):
                 engine.warm_sources(to_fs_path(uri))
             except Exception:  # a head start only: the completion tokenizes what it needs itself
                 log.exception("warming the n-gram sources of %s", uri)
+            finally:
+                self.warming.pop(uri, None)
 
-        self.scheduler.executor.submit(warm)
+        self.warming[uri] = True
+        self.warm_executor.submit(warm)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -477,6 +483,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "settings": ls.settings.as_dict(),
         "documents": len(ls.docs),
         "in_flight": ls.scheduler.in_flight(),
+        "warming": len(ls.warming),
         "last_latency_ms": max((d.last_latency_ms for d in ls.docs.values()), default=0.0),
         "stats": dict(ls.stats),
         "position_encoding": ls.encoding,

@@ -10,6 +10,7 @@ shows keeps (1 - w) of its probability, and where nothing matches the model is l
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,13 +25,23 @@ class TokenIndex:
 
     def __init__(self, streams: Sequence[Sequence[int]], vocab_size: int):
         self.vocab = vocab_size
-        parts = []
+        parts, self.spans, at = [], [], 0
         for s in streams:
             parts += [np.asarray(s, dtype=np.int64), np.array([-1], dtype=np.int64)]  # -1: no match across texts
+            self.spans.append((at, at + len(s)))
+            at += len(s) + 1
         self.ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         keys = self.ids[:-1] * vocab_size + self.ids[1:]  # the bigram that ends at position i + 1
         self.order = np.argsort(keys, kind="stable")
         self.keys = keys[self.order]
+        self.hidden: tuple[int, int] | None = None
+
+    def excluding(self, stream: int) -> TokenIndex:
+        """The same index with one of its streams left out of every match (the arrays are shared): a folder's
+        index serves each of its files without the file being edited, whose saved copy may hold the answer."""
+        view = copy.copy(self)
+        view.hidden = self.spans[stream]
+        return view
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -45,6 +56,8 @@ class TokenIndex:
         last = self.order[lo:hi] + 1  # positions of the context's last token
         last = last[last + 1 < len(self.ids)]
         last = last[self.ids[last + 1] >= 0]
+        if self.hidden is not None:
+            last = last[(last < self.hidden[0]) | (last >= self.hidden[1])]
         if not last.size:
             return 0, np.zeros(0, dtype=np.int64)
         n = MIN_ORDER

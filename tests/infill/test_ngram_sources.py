@@ -1,6 +1,8 @@
 """What the cache n-gram model learns from at a completion (infill.ngram_sources): the document's lines around the
 cursor's and the other texts, each tokenized once."""
 
+from pathlib import Path
+
 import torch
 
 from diffill.infill import ngram_sources
@@ -27,7 +29,7 @@ def test_the_document_around_the_cursor_line_is_learned_but_not_the_line_itself(
     sources = NgramSources(encode, vocab_size=64)
     text = "xyz\nabcq\nab|cd\n"
     offset = text.index("|")
-    index = sources.mixer(text, offset, [], tail=[], weight=0.5, per_order=0.0).indexes[0]
+    index = sources.mixer(text, offset, [], [], None, tail=[], weight=0.5, per_order=0.0).indexes[0]
     assert index.continuations(_ids("ab"))[1].tolist() == _ids("c")  # from `abcq` above, not `ab|cd` itself
     assert index.continuations(_ids("|c"))[0] == 0
     assert encode.calls == ["xyz\nabcq\n", "\n"]
@@ -38,13 +40,13 @@ def test_typing_along_a_line_keeps_the_document_index_and_other_texts_are_tokeni
     sources = NgramSources(encode, vocab_size=64)
     other = "def compute_total(x):\n"
     text = "above\nty\nbelow\n"
-    first = sources.mixer(text, text.index("ty") + 2, [other], tail=[], weight=0.5, per_order=0.0)
+    first = sources.mixer(text, text.index("ty") + 2, [other], [], None, tail=[], weight=0.5, per_order=0.0)
     typed = text.replace("ty", "typ")
-    second = sources.mixer(typed, typed.index("typ") + 3, [other], tail=[], weight=0.5, per_order=0.0)
+    second = sources.mixer(typed, typed.index("typ") + 3, [other], [], None, tail=[], weight=0.5, per_order=0.0)
     assert second.indexes[0] is first.indexes[0] and second.indexes[1] is first.indexes[1]
     assert encode.calls.count(other) == 1
     changed = "changed\n" + typed
-    third = sources.mixer(changed, changed.index("typ") + 3, [other, "more\n"], tail=[], weight=0.5, per_order=0.0)
+    third = sources.mixer(changed, changed.index("typ") + 3, [other, "more\n"], [], None, [], 0.5, 0.0)
     assert third.indexes[0] is not first.indexes[0] and third.indexes[1] is not first.indexes[1]
     assert encode.calls.count(other) == 1  # still cached: only the new text was tokenized
     assert encode.calls[-1] == "more\n"
@@ -55,14 +57,14 @@ def test_tokens_of_texts_seen_long_ago_are_dropped(monkeypatch):
     encode = CountingEncoder()
     sources = NgramSources(encode, vocab_size=64)
     for text in ["aaaaaa", "bbbbbb", "aaaaaa"]:
-        sources.mixer("x\n", 0, [text], tail=[], weight=0.5, per_order=0.0)
+        sources.mixer("x\n", 0, [text], [], None, tail=[], weight=0.5, per_order=0.0)
     assert encode.calls.count("aaaaaa") == 2  # evicted by "bbbbbb" (12 tokens > 10), then tokenized again
     assert list(sources._tokens) == ["aaaaaa"]  # and "bbbbbb" made way for it
 
 
 def test_the_mixer_prefers_what_the_other_texts_spell():
     sources = NgramSources(_ids, vocab_size=64)
-    mixer = sources.mixer("q\n", 2, ["print(compute_total)"], tail=_ids("compute_t"), weight=0.5, per_order=0.1)
+    mixer = sources.mixer("q\n", 2, ["print(compute_total)"], [], None, _ids("compute_t"), 0.5, 0.1)
     logp = torch.full((64,), -torch.log(torch.tensor(64.0)))
     assert int(mixer.mix([], logp).argmax()) == _ids("o")[0]
 
@@ -72,10 +74,26 @@ def test_a_completion_tokenizes_a_bounded_amount_of_new_text_and_warm_does_the_r
     encode = CountingEncoder()
     sources = NgramSources(encode, vocab_size=64)
     small, large = "abcab", "xyzxyzxyzxyz"
-    mixer = sources.mixer("q\n", 0, [large, small], tail=[], weight=0.5, per_order=0.0)
+    folder = [(Path("/p/large.py"), large), (Path("/p/small.py"), small)]
+    mixer = sources.mixer("q\n", 0, [], folder, None, tail=[], weight=0.5, per_order=0.0)
     assert large not in encode.calls and small in encode.calls  # over the budget: left for later
     assert mixer.indexes[1].continuations(_ids("ab"))[1].tolist() == _ids("c")
-    sources.warm([large, small])
+    sources.warm([], folder)
     assert encode.calls.count(large) == 1 and encode.calls.count(small) == 1
-    mixer = sources.mixer("q\n", 0, [large, small], tail=[], weight=0.5, per_order=0.0)
+    mixer = sources.mixer("q\n", 0, [], folder, None, tail=[], weight=0.5, per_order=0.0)
     assert mixer.indexes[1].continuations(_ids("xy"))[1].tolist() == _ids("zzzz")
+
+
+def test_one_folder_index_serves_each_file_without_its_own_saved_copy():
+    """Moving between the files of a folder keeps the index; each completion's matches leave its own file out
+    (its saved copy may hold the very text being typed)."""
+    sources = NgramSources(_ids, vocab_size=64)
+    a, b = Path("/p/a.py"), Path("/p/b.py")
+    folder = [(a, "abcd"), (b, "abxy")]
+    in_a = sources.mixer("q\n", 0, [], folder, a, tail=[], weight=0.5, per_order=0.0).indexes[1]
+    in_b = sources.mixer("q\n", 0, [], folder, b, tail=[], weight=0.5, per_order=0.0).indexes[1]
+    assert in_a.ids is in_b.ids  # the same arrays: built once
+    assert in_a.continuations(_ids("ab"))[1].tolist() == _ids("x")  # b's text only
+    assert in_b.continuations(_ids("ab"))[1].tolist() == _ids("c")  # a's text only
+    elsewhere = sources.mixer("q\n", 0, [], folder, Path("/q/c.py"), [], 0.5, 0.0).indexes[1]
+    assert sorted(elsewhere.continuations(_ids("ab"))[1].tolist()) == sorted(_ids("cx"))

@@ -100,8 +100,8 @@ def test_scheduler_cancels_older_generation():
 
 
 def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, caplog):
-    """didOpen queues the tokenizing of the files beside the document on the model's executor; a failure there is
-    logged and costs nothing."""
+    """didOpen queues the tokenizing of the files beside the document on the warm-up thread (never the model's: a
+    completion must not queue behind it); a failure there is logged and costs nothing."""
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
@@ -116,11 +116,12 @@ def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, capl
             if path.endswith("bad.py"):
                 raise RuntimeError("boom")
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-model") as executor:
-        server = SimpleNamespace(engine=Engine(), scheduler=SimpleNamespace(executor=executor))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm") as executor:
+        server = SimpleNamespace(engine=Engine(), warm_executor=executor, warming={})
         DiffillServer._warm_sources(server, (tmp_path / "a.py").as_uri())
         DiffillServer._warm_sources(server, (tmp_path / "bad.py").as_uri())
-        DiffillServer._warm_sources(SimpleNamespace(engine=None, scheduler=None), (tmp_path / "c.py").as_uri())
+        DiffillServer._warm_sources(SimpleNamespace(engine=None, warm_executor=None), (tmp_path / "c.py").as_uri())
     assert paths == [str(tmp_path / "a.py"), str(tmp_path / "bad.py")]
-    assert all(name.startswith("diffill-model") for name in threads)
+    assert server.warming == {}  # each warm-up leaves the count for diffill/status, failed or not
+    assert all(name.startswith("diffill-warm") for name in threads)
     assert "warming the n-gram sources" in caplog.text
