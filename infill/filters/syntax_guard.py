@@ -26,6 +26,7 @@ MAX_TRIES = 32
 TRY_BUDGET_S = 0.04  # for the shorter tries, after the first check
 READ_CHUNK = 16_384
 _TOKEN_END_RE = re.compile(r"\w+|[^\w\s]")
+_WORD_RE = re.compile(r"\w*")
 
 
 @lru_cache(maxsize=8)
@@ -50,7 +51,15 @@ def syntax_guard(c: Candidate) -> Candidate:
         shorter = c.with_text(prefix + trail, replace_end=c.offset)
         if _acceptable(shorter, allowed):
             return shorter
-    return c.empty()
+    return _word_completion(c)
+
+
+def _word_completion(c: Candidate) -> Candidate:
+    """The end of the word being typed (`impo|` -> `rt`, `d|` -> `ef`), when no prefix of the answer parses: a
+    keyword or a name alone seldom parses (`import`), yet completing it is what the user is typing."""
+    word = _WORD_RE.match(c.text).group(0)
+    typing_a_word = c.before_cursor[-1:].isidentifier() and not _WORD_RE.match(c.doc_text, c.offset).group(0)
+    return c.with_text(word, replace_end=c.offset) if word and typing_a_word else c.empty()
 
 
 def _acceptable(c: Candidate, allowed: int) -> bool:

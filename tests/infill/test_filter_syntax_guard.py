@@ -109,13 +109,29 @@ def test_incremental_reparse_of_a_replacement_in_a_large_file():
         # cut short on purpose: judged as the line it was cut from, so `im|` -> `port` stands
         ("im<CURSOR>\nx = 1\n", "port", "port os", "port"),
         ("    d<CURSOR>\n", "ef", "ef f(x): return x", "ef"),
+        ("x = a<CURSOR>\n", " +", " + b", " +"),
         # the line it was cut from breaks the parse too: the usual shortening, here nothing
-        ("im<CURSOR>\nx = 1\n", "port", "port (", ""),
+        ("x = a<CURSOR>\n", " +", " + (", ""),
         # a `whole` the text does not start is ignored
-        ("im<CURSOR>\nx = 1\n", "port", "pass", ""),
+        ("x = a<CURSOR>\n", " +", " - b", ""),
     ],
 )
 def test_an_answer_cut_short_is_judged_as_its_whole_line(candidate, src, raw, whole, expected):
     c = candidate("python", src, raw)
     out = syntax_guard(dataclasses.replace(c, whole=whole))
     assert out.text == expected
+
+
+@pytest.mark.parametrize(
+    ("src", "raw", "expected"),
+    [
+        # no prefix of the answer parses, but it completes the word being typed: that much is offered
+        ("impo<CURSOR>\nx = 1\n", "rt (", "rt"),
+        ("    d<CURSOR>\n", "ef (", "ef"),
+        # not in a word, or the word goes on after the cursor, or the answer starts with no word: nothing
+        ("x = 1\n<CURSOR>\n", ")))", ""),
+        ("impo<CURSOR>\n", " (", ""),
+    ],
+)
+def test_the_word_being_typed_is_completed_when_nothing_longer_parses(candidate, src, raw, expected):
+    assert syntax_guard(candidate("python", src, raw)).text == expected
