@@ -27,7 +27,7 @@ from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
 
 from . import context, edits, signatures
 from .context import IDENT_TAIL, RecentEdits
-from .copies import MIN_KEY, LineCopy, can_copy_next_line, line_copies, next_line_copies, typed_on_line
+from .copies import MIN_TYPED_KEY, LineCopy, can_copy_next_line, line_copies, next_line_copies, typed_on_line
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .neighbors import MAX_FILE_BYTES, SiblingFiles
@@ -409,7 +409,9 @@ class CompletionEngine:
         around read."""
         if self.options.copy_prior < 0 or self.options.draft != "ar":
             return False
-        return can_copy_next_line(text, offset) or (kind == "line" and len(typed_on_line(text, offset)) >= MIN_KEY)
+        return can_copy_next_line(text, offset) or (
+            kind == "line" and len(typed_on_line(text, offset)) >= MIN_TYPED_KEY
+        )
 
     def _pick_copy(
         self,

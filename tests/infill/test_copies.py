@@ -25,18 +25,20 @@ def test_longer_matches_rank_first_then_more_lines_then_the_nearest():
         "self.assertTrue(z)\n"
         "self.assert|\n"
     )
-    rests = [c.rest for c in line_copies(text, offset)]
+    copies = line_copies(text, offset, min_key=5)
+    rests = [c.rest for c in copies]
     # `self.assert` matches all three whole lines; `(y, 2)` continues two of them; `True(z)` is nearer than `(x, 1)`
     assert rests[:3] == ["Equal(y, 2)", "True(z)", "Equal(x, 1)"]
-    assert all(c.whole_line for c in line_copies(text, offset)[:3])
+    assert all(c.whole_line for c in copies[:3])
     assert rests[3] == "_called_with(1)"  # only `assert` matches there
-    assert not line_copies(text, offset)[3].whole_line
+    assert not copies[3].whole_line
 
 
 def test_a_match_in_the_middle_of_a_line_is_not_a_whole_line_match():
     text, offset = at_cursor("x = foo.bar(1)\ny = foo.bar(2)\n    foo.b|\n")
-    copies = line_copies(text, offset)
+    copies = line_copies(text, offset, min_key=5)
     assert {c.rest for c in copies} == {"ar(1)", "ar(2)"} and not any(c.whole_line for c in copies)
+    assert line_copies(text, offset) == []  # by default 8 typed characters must match (shorter: the n-gram model's)
 
 
 def test_lines_below_the_cursor_count_too_and_the_current_rest_is_left_out():
@@ -101,7 +103,7 @@ def test_the_longest_matches_agree_with_a_brute_force_search():
         if len(lines[i][:cut].lstrip()) < 5:
             continue
         expected = brute_force(text, offset)
-        got = line_copies(text, offset, limit=100)
+        got = line_copies(text, offset, min_key=5, limit=100)
         longest = [c.rest for c in got if got and c.key_length == got[0].key_length]
         assert sorted(longest) == expected, (trial, lines[i][:cut])
         long_keys += got[0].key_length > 5 if got else 0
@@ -175,7 +177,7 @@ def test_any_text_and_offset_give_candidates_or_nothing_never_an_error():
             for found in (line_copies(text, offset, [text]), next_line_copies(text, offset, [text])):
                 assert all(isinstance(c, LineCopy) and c.rest for c in found)
     long = texts[-1]
-    assert line_copies(long, len(long))[0].rest == "2);"  # the nearest of the minified line's repeats
+    assert line_copies(long, len(long), min_key=5)[0].rest == "2);"  # the nearest of the minified line's repeats
 
 
 def test_after_a_short_line_the_line_above_it_must_agree_too():
