@@ -29,6 +29,9 @@ MAX_FOLDER_CHARS = 1_000_000
 
 
 class NgramSources:
+    """Token indexes of the document around the cursor, the other open documents and the edited file's folder,
+    kept between completions; `mixer` hands one completion its NgramMixer (thread-safe against `warm`)."""
+
     def __init__(self, encode: Callable[[str], list[int]], vocab_size: int):
         self.encode = encode
         self.vocab_size = vocab_size
