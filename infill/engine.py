@@ -333,10 +333,6 @@ class CompletionEngine:
                 folder_files = [(folder / p.name, t) for p, t in self.siblings.texts(path, include_self=True)]
         return Neighbours(texts, folder_files, here, frozenset(opened))
 
-    def _copy_sources(self, path: str | None) -> list[str]:
-        """Texts besides the document's own that rest-of-line copies may come from (see Neighbours.texts)."""
-        return self._neighbours(path).texts()
-
     def _prefer_copy(
         self,
         prompt: list[int],

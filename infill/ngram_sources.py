@@ -106,26 +106,22 @@ class NgramSources:
             self._opened = key, TokenIndex([self._ids(t) for t in texts], self.vocab_size)
         return self._opened[1]
 
-    def _folder_index(self, folder: Sequence[tuple[Path, str]], here: Path | None) -> TokenIndex:
+    def _folder_index(
+        self, folder: Sequence[tuple[Path, str]], here: Path | None, build: bool = True
+    ) -> TokenIndex | None:
         """One index for all the files of a folder, the edited one's saved copy left out of its matches: the index
-        stays the same while the user moves between the files of the folder."""
+        stays the same while the user moves between the files of the folder. With `build` False (a warm-up is
+        building it), the index only when it is built for these very files, else None."""
         folder = _within(folder, MAX_FOLDER_CHARS)
-        items = [folder[i] for i in self._ready([t for _, t in folder])]
+        items = [folder[i] for i in self._ready([t for _, t in folder])] if build else folder
         key = tuple((p, hash(t)) for p, t in items)
         built = self._folder
         if built is None or built[0] != key:
+            if not build:
+                return None
             built = key, TokenIndex([self._ids(t) for _, t in items], self.vocab_size)
             self._folder = built
         paths = [p for p, _ in items]
-        return built[1].excluding(paths.index(here)) if here in paths else built[1]
-
-    def _folder_index_if_built(self, folder: Sequence[tuple[Path, str]], here: Path | None) -> TokenIndex | None:
-        """The folder's index when it is built for these very files, else None (a warm-up is building it)."""
-        folder = _within(folder, MAX_FOLDER_CHARS)
-        built = self._folder
-        if built is None or built[0] != tuple((p, hash(t)) for p, t in folder):
-            return None
-        paths = [p for p, _ in folder]
         return built[1].excluding(paths.index(here)) if here in paths else built[1]
 
     def mixer(
@@ -148,7 +144,7 @@ class NgramSources:
             # while a warm-up runs, a completion does not race it to tokenize the same folder: it goes without
             with self._lock:
                 warming = self._warming > 0
-            index = self._folder_index_if_built(folder, here) if warming else self._folder_index(folder, here)
+            index = self._folder_index(folder, here, build=not warming)
             if index is not None:
                 indexes.append(index)
         return NgramMixer(indexes, tail, weight, per_order)

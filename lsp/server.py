@@ -79,7 +79,7 @@ class DiffillServer(LanguageServer):
         self.model_error: str | None = None
         self._load_lock = threading.Lock()
         self.warm_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm")  # see _warm_sources
-        self.warming: dict[str, bool] = {}  # documents whose sources are being warmed (diffill/status)
+        self.warming: set[str] = set()  # documents whose sources are being warmed (diffill/status)
         self.stats = {
             "requests": 0,
             "model_calls": 0,
@@ -282,9 +282,9 @@ class DiffillServer(LanguageServer):
             except Exception:  # a head start only: the completion tokenizes what it needs itself
                 log.exception("warming the n-gram sources of %s", uri)
             finally:
-                self.warming.pop(uri, None)
+                self.warming.discard(uri)
 
-        self.warming[uri] = True
+        self.warming.add(uri)
         self.warm_executor.submit(warm)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:

@@ -204,8 +204,15 @@ def run(
             line_start = case.text.rfind("\n", 0, case.offset) + 1
             typed = case.text[line_start : case.offset]
             dumped.append(
-                {"path": case.path, "kind": case.kind, "typed": typed, "truth": case.truth}
-                | {"answer": answer, "source": source, **row}
+                {
+                    "path": case.path,
+                    "kind": case.kind,
+                    "typed": typed,
+                    "truth": case.truth,
+                    "answer": answer,
+                    "source": source,
+                    **row,
+                }
             )
         results["empty"].append(score("", case.truth, True))
         results["prev_line"].append(score(case.prev_line, case.truth, True))

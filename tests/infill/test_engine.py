@@ -285,19 +285,19 @@ def test_copies_come_from_open_documents_and_the_files_beside_but_never_the_file
     opened.write_text("stale\n")
     engine.open_documents = lambda: {str(opened): "unsaved\n", str(here): "the editor's copy of this file\n"}
     try:
-        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "unsaved\n"]
-        assert engine._copy_sources(None) == ["unsaved\n", "the editor's copy of this file\n"]
+        assert sorted(engine._neighbours(str(here)).texts()) == ["on disk\n", "unsaved\n"]
+        assert engine._neighbours(None).texts() == ["unsaved\n", "the editor's copy of this file\n"]
 
         def broken():
             raise RuntimeError("boom")
 
         engine.open_documents = broken
-        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]  # the disk's texts only
+        assert sorted(engine._neighbours(str(here)).texts()) == ["on disk\n", "stale\n"]  # the disk's texts only
         # the server names the workspace roots: files beside a document outside them are not read
         engine.read_roots = [(tmp_path / "elsewhere").resolve()]
-        assert engine._copy_sources(str(here)) == []
+        assert engine._neighbours(str(here)).texts() == []
         engine.read_roots = [tmp_path.resolve()]
-        assert sorted(engine._copy_sources(str(here))) == ["on disk\n", "stale\n"]
+        assert sorted(engine._neighbours(str(here)).texts()) == ["on disk\n", "stale\n"]
     finally:
         engine.open_documents = None
         engine.read_roots = None

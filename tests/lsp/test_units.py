@@ -117,11 +117,11 @@ def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, capl
                 raise RuntimeError("boom")
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm") as executor:
-        server = SimpleNamespace(engine=Engine(), warm_executor=executor, warming={})
+        server = SimpleNamespace(engine=Engine(), warm_executor=executor, warming=set())
         DiffillServer._warm_sources(server, (tmp_path / "a.py").as_uri())
         DiffillServer._warm_sources(server, (tmp_path / "bad.py").as_uri())
         DiffillServer._warm_sources(SimpleNamespace(engine=None, warm_executor=None), (tmp_path / "c.py").as_uri())
     assert paths == [str(tmp_path / "a.py"), str(tmp_path / "bad.py")]
-    assert server.warming == {}  # each warm-up leaves the count for diffill/status, failed or not
+    assert server.warming == set()  # each warm-up leaves the count for diffill/status, failed or not
     assert all(name.startswith("diffill-warm") for name in threads)
     assert "warming the n-gram sources" in caplog.text
