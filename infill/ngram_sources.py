@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diffill.model.ngram import NgramMixer, TokenIndex
+from diffill.model.ngram import TokenIndex
 
 from .copies import WINDOW_AFTER, WINDOW_BEFORE
 
@@ -30,7 +30,7 @@ MAX_FOLDER_CHARS = 1_000_000
 
 class NgramSources:
     """Token indexes of the document around the cursor, the other open documents and the edited file's folder,
-    kept between completions; `mixer` hands one completion its NgramMixer (thread-safe against `warm`)."""
+    kept between completions; `indexes` hands one completion those it learns from (thread-safe against `warm`)."""
 
     def __init__(self, encode: Callable[[str], list[int]], vocab_size: int):
         self.encode = encode
@@ -124,19 +124,16 @@ class NgramSources:
         paths = [p for p, _ in items]
         return built[1].excluding(paths.index(here)) if here in paths else built[1]
 
-    def mixer(
+    def indexes(
         self,
         text: str,
         offset: int,
         opened: Sequence[str],
         folder: Sequence[tuple[Path, str]],
         here: Path | None,
-        tail: Sequence[int],
-        weight: float,
-        per_order: float,
-    ) -> NgramMixer:
-        """A mixer for a completion at `offset` of `text` (saved at `here`, one of the `folder`'s files) whose prompt
-        ends with `tail`; `opened`: the other open documents."""
+    ) -> list[TokenIndex]:
+        """The indexes a completion at `offset` of `text` (saved at `here`, one of the `folder`'s files) learns
+        from; `opened`: the other open documents."""
         indexes = [self._document_index(text, offset)]
         if opened:
             indexes.append(self._opened_index(opened))
@@ -147,7 +144,7 @@ class NgramSources:
             index = self._folder_index(folder, here, build=not warming)
             if index is not None:
                 indexes.append(index)
-        return NgramMixer(indexes, tail, weight, per_order)
+        return indexes
 
 
 def _within(folder: Sequence[tuple[Path, str]], chars: int) -> list[tuple[Path, str]]:

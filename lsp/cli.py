@@ -40,6 +40,20 @@ def _train_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_memory(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.model.memory import FILE_NAME, build_memory
+    from diffill.model.tokenizer import CodeTokenizer
+
+    model = Path(args.model)
+    tokenizer = CodeTokenizer.from_file(model / "tokenizer.json")
+    corpus = Path(args.corpus) / "train.jsonl"
+    tokens = build_memory(corpus, model / FILE_NAME, tokenizer.encode_batch, int(args.chars))
+    print(f"{model / FILE_NAME}: {tokens:,} tokens from {args.chars:,.0f} characters of {corpus}")
+    return 0
+
+
 def _train_run(args: argparse.Namespace) -> int:
     from diffill.model.train import TrainConfig, train
 
@@ -73,6 +87,8 @@ def _train_export(args: argparse.Namespace) -> int:
         sampler["diffill_draft"] = args.draft
     if args.min_confidence:
         sampler["diffill_min_confidence"] = args.min_confidence
+    if args.span_min_confidence is not None:
+        sampler["diffill_span_min_confidence"] = args.span_min_confidence
     if args.draft_margin is not None:
         sampler["diffill_draft_margin"] = args.draft_margin
     if args.draft_candidates > 1:
@@ -109,7 +125,9 @@ def _complete(args: argparse.Namespace) -> int:
     text = Path(args.file).read_text(encoding="utf-8")
     doc = SyntaxDocument(text, language_for(None, args.file))
     loaded = runtime.load(args.model, args.device)
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded, steps=args.steps))
+    engine = CompletionEngine(
+        loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded, steps=args.steps), loaded.memory
+    )
     offset = doc.offset_at(args.line - 1, args.col - 1, "utf-32")
     result = engine.complete(doc, offset, path=args.file)  # copies may come from the files beside it
     if result is None:
@@ -311,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--out", default="data/corpus")
     tc.add_argument("--languages", action="store_true", help="also fetch Go, Rust, Lua, TS, JS (apt, npm)")
     tc.set_defaults(func=_train_corpus)
+    tm = tsub.add_parser("memory", help="write a model folder's corpus memory (token n-grams of its training code)")
+    tm.add_argument("--corpus", default="data/corpus")
+    tm.add_argument("--model", default="model/weights", help="the model folder (its tokenizer.json)")
+    tm.add_argument("--chars", type=float, default=40e6, help="characters of training code to keep")
+    tm.set_defaults(func=_train_memory)
     tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
     tr.add_argument("--corpus", default="data/corpus")
     tr.add_argument("--out", default="runs/embedded")
@@ -339,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument("--draft", default="", choices=["", "ar"], help="ask the daemon to seed canvases with AR drafts")
     te.add_argument(
         "--min-confidence", type=float, default=0.0, help="cut answers at the first token under this probability"
+    )
+    te.add_argument(
+        "--span-min-confidence", type=float, default=None, help="the same for denoised (multi-line) answers, if other"
     )
     te.add_argument(
         "--draft-margin",

@@ -65,6 +65,8 @@ def report(model: str = "") -> Iterator[str]:
             f"{cfg.num_experts} experts top-{cfg.top_k_experts}, canvas {cfg.canvas_length}, "
             f"vocab {cfg.vocab_size}: loads ok"
         )
+        memory = f"{len(loaded.memory):,} tokens" if loaded.memory is not None else "none"
+        yield f"corpus memory: {memory}"
     except Exception as exc:
         yield f"model {model or 'embedded'}: FAILED to load: {exc}"
 

@@ -174,7 +174,7 @@ class DiffillServer(LanguageServer):
     def _make_engine(self, loaded) -> CompletionEngine:
         self.loaded = loaded
         self.context_enabled = loaded.trained_with_context
-        engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options())
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
         engine.workspace = self.workspace_index
         engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
         engine.recent = self.recent

@@ -173,7 +173,7 @@ def run(
         **({"copy_prior": copy_prior} if copy_prior is not None else {}),
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, options)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     cases = draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": []}
@@ -319,7 +319,7 @@ def run_edits(
     from . import runtime
 
     loaded = runtime.load(model, "auto")
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps))
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps), loaded.memory)
     accepted = proposed = baseline = 0
     latencies = []
     cases = edit_cases(root, n, seed)
@@ -548,7 +548,7 @@ def run_context(
     for label, budget, prior in (("alone", 0, -1.0), ("names", 0, None), ("context", 96, None)):
         extra = {} if prior is None else {"symbol_prior": prior}
         options = EngineOptions.from_card(loaded, steps=steps, context_tokens=budget, **extra)
-        engine = CompletionEngine(loaded.model, loaded.tokenizer, options)  # as the daemon sets it up
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)  # as the daemon sets it up
         engine.workspace = index
         exact = name_ok = 0
         for case in cases:

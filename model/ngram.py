@@ -16,8 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .memory import KEY_ORDER, CorpusMemory, extend_match
+
 MIN_ORDER = 2  # context tokens that must match (one token alone, `(` or `.`, says little)
 MAX_ORDER = 12  # longest context compared: past this the evidence is as strong as it gets
+MAX_MEMORY_WEIGHT = 0.9  # the corpus memory never speaks for all of the model
 
 
 class TokenIndex:
@@ -60,35 +63,49 @@ class TokenIndex:
             last = last[(last < self.hidden[0]) | (last >= self.hidden[1])]
         if not last.size:
             return 0, np.zeros(0, dtype=np.int64)
-        n = MIN_ORDER
-        while n < min(max_order, len(context)):
-            back = last - n
-            keep = back >= 0
-            keep[keep] = self.ids[back[keep]] == context[-1 - n]
-            if not keep.any():
-                break
-            last, n = last[keep], n + 1
+        last, n = extend_match(self.ids, last, context, MIN_ORDER, max_order)
         return n, self.ids[last + 1]
 
 
 class NgramMixer:
     """Mixes the cache's next-token distribution into the model's: `mix(tokens, logp)` for the tokens an answer
-    has so far (after the prompt, whose last tokens `tail` holds) and the model's log-probabilities of the next."""
+    has so far (after the prompt, whose last tokens `tail` holds) and the model's log-probabilities of the next.
+    With a corpus `memory` (model.memory), its distribution is mixed in first, with its own weights: the code
+    around, when it matches, has the last word."""
 
     def __init__(
-        self, indexes: Sequence[TokenIndex], tail: Sequence[int], weight: float = 0.5, per_order: float = 0.05
+        self,
+        indexes: Sequence[TokenIndex],
+        tail: Sequence[int],
+        weight: float = 0.5,
+        per_order: float = 0.05,
+        memory: CorpusMemory | None = None,
+        memory_weight: float = 0.2,
+        memory_per_order: float = 0.05,
     ):
         self.indexes = [i for i in indexes if len(i)]
         self.tail = list(tail)[-MAX_ORDER:]
         self.weight = weight  # w at MIN_ORDER tokens matched
         self.per_order = per_order  # ... plus this for each further token matched (at most 0.95)
+        self.memory = memory if memory is not None and len(memory) else None
+        self.memory_weight = memory_weight  # w of the memory at KEY_ORDER tokens matched
+        self.memory_per_order = memory_per_order  # ... plus this per further token (at most MAX_MEMORY_WEIGHT)
         self._memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float] | None] = {}
 
     def after(self, head: Sequence[int]) -> NgramMixer:
         """The same mixer for a prompt that `head` extends (its memo shared: contexts are absolute)."""
-        other = NgramMixer(self.indexes, self.tail + list(head), self.weight, self.per_order)
-        other._memo = self._memo
+        other = copy.copy(self)
+        other.tail = (self.tail + list(head))[-MAX_ORDER:]
         return other
+
+    def _recalled(self, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """(ids, probabilities, w) of the memory after the tail and `tokens`, or None (no memory, no match)."""
+        if self.memory is None:
+            return None
+        n, ids, probs = self.memory.continuations((self.tail + list(tokens))[-MAX_ORDER:])
+        if not n:
+            return None
+        return ids, probs, min(MAX_MEMORY_WEIGHT, self.memory_weight + self.memory_per_order * (n - KEY_ORDER))
 
     def _cache(self, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(ids, probabilities, w) of the cache after the tail and `tokens`, or None when no context matches."""
@@ -107,15 +124,20 @@ class NgramMixer:
         return out
 
     def mix(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
-        """log((1 - w) p_model + w p_cache) over the vocabulary (`logp` itself when the cache has nothing)."""
-        found = self._cache(tokens)
-        if found is None:
-            return logp
-        ids, probs, w = found
-        p = logp.exp() * (1.0 - w)
-        p.index_add_(0, torch.as_tensor(ids, device=p.device), torch.as_tensor(probs * w, dtype=p.dtype))
-        return p.clamp_min(1e-30).log()
+        """log((1 - w) p + w p_cache) over the vocabulary, p being the model's distribution with the memory's
+        mixed in the same way (`logp` itself when neither has anything)."""
+        for found in (self._recalled(tokens), self._cache(tokens)):
+            if found is not None:
+                logp = _interpolate(logp, *found)
+        return logp
 
     def mix_rows(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
         """`mix` for each row i of `logp` (the distribution after tokens[:i])."""
         return torch.stack([self.mix(tokens[:i], row) for i, row in enumerate(logp)])
+
+
+def _interpolate(logp: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: float) -> torch.Tensor:
+    """log((1 - w) exp(logp) + w q), q being `probs` on `ids` and 0 elsewhere."""
+    p = logp.exp() * (1.0 - w)
+    p.index_add_(0, torch.as_tensor(ids, device=p.device), torch.as_tensor(probs * w, dtype=p.dtype))
+    return p.clamp_min(1e-30).log()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -12,8 +13,11 @@ import torch
 
 from .api import DiffusionModel
 from .loader import CheckpointError, resolve_checkpoint
+from .memory import FILE_NAME as MEMORY_FILE
+from .memory import CorpusMemory, load_memory
 from .tokenizer import CodeTokenizer
 
+log = logging.getLogger(__name__)
 EMBEDDED_DIR = Path(__file__).parent / "weights"
 
 
@@ -62,6 +66,8 @@ class LoadedModel:
     draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
     min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
     draft_candidates: int = 1  # the model's card: beam width of rest-of-line drafts
+    memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.memory)
+    span_min_confidence: float | None = None  # the model's card: min_confidence of denoised answers, if other
 
 
 def load(
@@ -102,7 +108,7 @@ def load(
             with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
         except (ValueError, AttributeError):
             with_context = False
-    draft, min_confidence, candidates = "", 0.0, 1
+    draft, min_confidence, candidates, span_confidence = "", 0.0, 1, None
     gen = folder / "generation_config.json"
     if gen.exists():
         try:
@@ -110,6 +116,31 @@ def load(
             draft = str(card.get("diffill_draft", ""))
             min_confidence = float(card.get("diffill_min_confidence", 0.0))
             candidates = max(1, min(16, int(card.get("diffill_draft_candidates", 1))))
+            if "diffill_span_min_confidence" in card:
+                span_confidence = float(card["diffill_span_min_confidence"])
         except (ValueError, TypeError, AttributeError):
-            draft, min_confidence, candidates = "", 0.0, 1
-    return LoadedModel(model, tokenizer, source or "embedded", dev, with_context, draft, min_confidence, candidates)
+            draft, min_confidence, candidates, span_confidence = "", 0.0, 1, None
+    memory = _memory(folder / MEMORY_FILE, tokenizer.vocab_size)
+    return LoadedModel(
+        model,
+        tokenizer,
+        source or "embedded",
+        dev,
+        with_context,
+        draft,
+        min_confidence,
+        candidates,
+        memory,
+        span_confidence,
+    )
+
+
+def _memory(path: Path, vocab_size: int) -> CorpusMemory | None:
+    """The corpus memory beside a model's weights, or None (none there, or unreadable: the model works without)."""
+    if not path.exists():
+        return None
+    try:
+        return load_memory(path, vocab_size)
+    except Exception as exc:  # a damaged memory must not cost the model
+        log.warning("corpus memory %s not used: %s", path, exc)
+        return None

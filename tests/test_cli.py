@@ -51,6 +51,11 @@ def test_doctor_reports_grammars_and_model(tmp_path):
     for lang in ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua"):
         assert f"  {lang}: ok" in res.stdout
     assert "loads ok" in res.stdout and "canvas 8" in res.stdout
+    assert "corpus memory: none" in res.stdout
+    from diffill.model.memory import FILE_NAME, save_memory
+
+    save_memory(folder / FILE_NAME, [list(range(10, 30))] * 100)
+    assert "corpus memory: 2,100 tokens" in run_cli("doctor", "--model", str(folder)).stdout
 
 
 def test_doctor_reports_a_broken_model(tmp_path):

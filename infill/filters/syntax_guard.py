@@ -3,7 +3,9 @@
 A completion must not add tree-sitter ERROR/MISSING nodes the buffer did not already have (nor, in Python, open a
 block it leaves empty). Counting (rather than demanding zero) lets a line completion inside an unfinished construct through as long as it makes nothing worse.
 A completion the engine cut short on purpose (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows)
-is judged as the line it was cut from: the user types on from it, and `import` alone would never parse.
+that breaks the parse is extended along the line it was cut from to the first token end where it parses again
+(`port sys`; `read(` -> `read(*args)`), when that line parses: an answer must leave the buffer as sound as it was
+(measured: valid 0.939 -> 0.977 on the tuning set, useful -2 points).
 When the whole completion fails, shorter prefixes are tried, longest first: whole lines first (cleaner to accept),
 then token boundaries of the first line. Each try is a fresh parse of the whole edited document, so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion).
@@ -42,7 +44,7 @@ def syntax_guard(c: Candidate) -> Candidate:
     if _acceptable(c, allowed):
         return c
     if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed):
-        return c
+        return _shortest_extension(c, allowed)
     body, trail = c.split_trail()
     deadline = time.perf_counter() + TRY_BUDGET_S
     for prefix in _prefixes(body)[:MAX_TRIES]:
@@ -52,6 +54,16 @@ def syntax_guard(c: Candidate) -> Candidate:
         if _acceptable(shorter, allowed):
             return shorter
     return _word_completion(c)
+
+
+def _shortest_extension(c: Candidate, allowed: int) -> Candidate:
+    """The shortest extension of an answer cut short, at a token end of the line it was cut from, that adds no
+    parse error (that line itself does not)."""
+    for end in (m.end() for m in _TOKEN_END_RE.finditer(c.whole, len(c.text))):
+        longer = c.with_text(c.whole[:end])
+        if _acceptable(longer, allowed):
+            return longer
+    return c.with_text(c.whole)
 
 
 def _word_completion(c: Candidate) -> Candidate:

@@ -1,11 +1,13 @@
 """The engine end to end on a small random model: spans, the known tail pinned on the canvas, cache reuse."""
 
+import numpy as np
 import pytest
 from tiny import random_net, tiny_config
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine, EngineOptions, _is_known_tail
 from diffill.model import DiffusionModel, SamplerConfig
+from diffill.model.memory import CorpusMemory
 from diffill.model.tokenizer import CodeTokenizer
 
 CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = call(arg, other)\n"] * 30
@@ -464,3 +466,44 @@ def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_
     assert document.continuations(tok.encode("return g("))[0] > 0  # the document's lines
     assert beside.continuations(tok.encode("compute_total("))[0] > 0  # the file beside it
     assert mix.tail[-3:] == tok.encode("value = compute(")[-3:]  # the prompt's end: the typed line
+
+
+@pytest.mark.parametrize("memory_weight", [0.2, -1.0])
+def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(memory_weight):
+    """A model with a corpus memory (model.memory) hands it to every model call of a completion, with the
+    memory's weights, though no file is around (no path) and the cache of the code around is off."""
+    tok = CodeTokenizer.train(CODE, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    seen = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            seen.append(mix)
+            return [(tok.encode("other(x)\n"), -1.0)]
+
+        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+            seen.append(mix)
+            return [0.0] * len(tokens)
+
+    memory = CorpusMemory(np.array(tok.encode("value = compute(items)\n") * 3, dtype=np.uint16), tok.vocab_size)
+    options = EngineOptions(
+        steps=2,
+        draft="ar",
+        min_confidence=0.3,
+        symbol_prior=-1,
+        ngram_weight=-1,
+        token_healing=False,
+        memory_weight=memory_weight,
+        memory_per_order=0.07,
+        copy_prior=-1,
+    )
+    eng = CompletionEngine(Drafter(net), tok, options, memory)
+    text = "def f(x):\n    return g(x)\n\nvalue = compute(\n"
+    eng.complete(SyntaxDocument(text, "python"), text.index("compute(") + 8)
+    assert seen and len({id(m) for m in seen}) == 1
+    if memory_weight < 0:
+        assert seen[0] is None
+        return
+    mix = seen[0]
+    assert mix.memory is memory and mix.indexes == []
+    assert (mix.memory_weight, mix.memory_per_order) == (0.2, 0.07)

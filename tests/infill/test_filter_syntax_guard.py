@@ -106,17 +106,20 @@ def test_incremental_reparse_of_a_replacement_in_a_large_file():
 @pytest.mark.parametrize(
     ("src", "raw", "whole", "expected"),
     [
-        # cut short on purpose: judged as the line it was cut from, so `im|` -> `port` stands
-        ("im<CURSOR>\nx = 1\n", "port", "port os", "port"),
-        ("    d<CURSOR>\n", "ef", "ef f(x): return x", "ef"),
-        ("x = a<CURSOR>\n", " +", " + b", " +"),
+        # cut short on purpose and parses: it stands
+        ("x = a<CURSOR>\n", " + b", " + b + c", " + b"),
+        # cut short where it breaks the parse: extended along the line it was cut from until it parses again
+        ("im<CURSOR>\nx = 1\n", "port", "port os", "port os"),
+        ("y = a<CURSOR>\nz = 2\n", "[", "[0] * 2", "[0]"),
+        ("x = a<CURSOR>\n", " +", " + b", " + b"),
+        ("x = f<CURSOR>\n", "(", "(a) + b", "(a)"),
         # the line it was cut from breaks the parse too: the usual shortening, here nothing
         ("x = a<CURSOR>\n", " +", " + (", ""),
         # a `whole` the text does not start is ignored
         ("x = a<CURSOR>\n", " +", " - b", ""),
     ],
 )
-def test_an_answer_cut_short_is_judged_as_its_whole_line(candidate, src, raw, whole, expected):
+def test_an_answer_cut_short_parses_or_is_extended_along_its_whole_line(candidate, src, raw, whole, expected):
     c = candidate("python", src, raw)
     out = syntax_guard(dataclasses.replace(c, whole=whole))
     assert out.text == expected

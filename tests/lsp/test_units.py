@@ -27,12 +27,15 @@ def test_user_settings_override_the_models_card():
 
     from diffill.lsp.server import DiffillServer
 
-    card = SimpleNamespace(draft="ar", min_confidence=0.2, draft_candidates=6, trained_with_context=False)
+    card = SimpleNamespace(
+        draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6, trained_with_context=False
+    )
     own = DiffillServer._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
     assert (own.draft, own.min_confidence, own.draft_candidates, own.context_tokens) == ("ar", 0.2, 6, 0)
     user = parse_settings({"draftCandidates": 1, "minConfidence": 0.5, "steps": 2})
     mine = DiffillServer._engine_options(SimpleNamespace(settings=user, loaded=card))
     assert (mine.draft, mine.min_confidence, mine.draft_candidates, mine.steps) == ("ar", 0.5, 1, 2)
+    assert own.span_min_confidence == mine.span_min_confidence == 0.3  # the card's, for multi-line answers
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,12 @@ def test_losses_fall_resume_and_export(tmp_path):
     # The state says what the latest run used (the daemon reads it) and keeps the earlier settings.
     assert state2["config"]["total_steps"] == 70
     assert state2["runs"] == [{"from_step": 60, "config": {**state2["config"], "total_steps": 60}}]
-    card = {"diffill_min_confidence": 0.25, "diffill_draft_margin": 0.6, "diffill_draft_candidates": 3}
+    card = {
+        "diffill_min_confidence": 0.25,
+        "diffill_span_min_confidence": 0.5,
+        "diffill_draft_margin": 0.6,
+        "diffill_draft_candidates": 3,
+    }
     export(tmp_path / "run", tmp_path / "weights", sampler=card)
     model = DiffusionModel.from_pretrained(tmp_path / "weights", dtype="float32")
     assert model.sampler.draft_margin == 0.6  # the card's keep-the-draft margin reaches the sampler
@@ -83,12 +88,18 @@ def test_losses_fall_resume_and_export(tmp_path):
     assert len(model.generate([2, 5, 6], max_new_tokens=8, seed=0, trim=False)) == 8
     from diffill.model import runtime
 
+    assert runtime.load(str(tmp_path / "weights"), "cpu").memory is None  # no memory beside these weights
+    from diffill.model.memory import FILE_NAME, save_memory
+
+    save_memory(tmp_path / "weights" / FILE_NAME, [[5, 6, 7, 8, 9]] * 2)
     loaded = runtime.load(str(tmp_path / "weights"), "cpu")
-    assert (loaded.min_confidence, loaded.draft_candidates) == (0.25, 3)
+    assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.25, 0.5, 3)
+    assert loaded.memory is not None and loaded.memory.continuations([5, 6, 7, 8])[1].tolist() == [9]
     from diffill.infill.engine import EngineOptions
 
     options = EngineOptions.from_card(loaded, steps=2)  # what the daemon, eval and complete run with
-    assert (options.min_confidence, options.draft_candidates, options.steps) == (0.25, 3, 2)
+    assert (options.min_confidence, options.span_min_confidence) == (0.25, 0.5)
+    assert (options.draft_candidates, options.steps) == (3, 2)
     assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 
