@@ -108,7 +108,9 @@ def test_incremental_reparse_of_a_replacement_in_a_large_file():
     [
         # cut short on purpose and parses: it stands
         ("x = a<CURSOR>\n", " + b", " + b + c", " + b"),
-        # cut short where it breaks the parse: extended along the line it was cut from until it parses again
+        # cut short where it breaks the parse: its longest prefix that parses ...
+        ("x = self<CURSOR>\n", ".read(", ".read(n)", ".read"),
+        # ... or, with none, extended along the line it was cut from until it parses again
         ("im<CURSOR>\nx = 1\n", "port", "port os", "port os"),
         ("y = a<CURSOR>\nz = 2\n", "[", "[0] * 2", "[0]"),
         ("x = a<CURSOR>\n", " +", " + b", " + b"),
