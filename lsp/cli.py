@@ -49,8 +49,8 @@ def _train_memory(args: argparse.Namespace) -> int:
     model = Path(args.model)
     tokenizer = CodeTokenizer.from_file(model / "tokenizer.json")
     corpus = Path(args.corpus) / "train.jsonl"
-    tokens = build_memory(corpus, model / FILE_NAME, tokenizer.encode_batch, int(args.chars))
-    print(f"{model / FILE_NAME}: {tokens:,} tokens from {args.chars:,.0f} characters of {corpus}")
+    tokens = build_memory(corpus, model / FILE_NAME, tokenizer.encode_batch, args.chars, args.other_chars)
+    print(f"{model / FILE_NAME}: {tokens:,} tokens from {args.chars + args.other_chars:,.0f} characters of {corpus}")
     return 0
 
 
@@ -332,7 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     tm = tsub.add_parser("memory", help="write a model folder's corpus memory (token n-grams of its training code)")
     tm.add_argument("--corpus", default="data/corpus")
     tm.add_argument("--model", default="model/weights", help="the model folder (its tokenizer.json)")
-    tm.add_argument("--chars", type=float, default=40e6, help="characters of training code to keep")
+    tm.add_argument("--chars", type=float, default=40e6, help="characters of Python to keep")
+    tm.add_argument(
+        "--other-chars",
+        type=float,
+        default=13e6,
+        help="characters of other languages (a corpus built with --languages)",
+    )
     tm.set_defaults(func=_train_memory)
     tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
     tr.add_argument("--corpus", default="data/corpus")

@@ -167,42 +167,72 @@ def save_memory(path: str | Path, streams: Iterable[Iterable[int]]) -> int:
 
 
 def package_of(path: str) -> str:
-    """The package a corpus file belongs to (the folder under site-packages; the standard library as one)."""
+    """The package a corpus file belongs to: the folder under site-packages, an external source's name (the
+    corpus keeps them under raw/<name>/), the Python standard library as one."""
+    if "/raw/" in path:
+        return path.split("/raw/", 1)[1].split("/", 1)[0]
     return path.split("site-packages/", 1)[1].split("/", 1)[0] if "site-packages/" in path else "stdlib"
 
 
-def sample_corpus(corpus: str | Path, chars: int, share: float = 0.15, seed: int = 0) -> list[str]:
-    """Texts of a training corpus (jsonl: path, text) drawn at random up to `chars` characters, no package over
-    `share` of them (transformers alone is half the corpus) and no text over 200 KB (generated tables)."""
+def sample_corpus(
+    corpus: str | Path, chars: float, share: float = 0.15, seed: int = 0, python: bool = True
+) -> tuple[list[str], Counter[str]]:
+    """Texts of a training corpus (jsonl: path, text), its Python files (or, `python` False, the others) drawn
+    at random up to `chars` characters, no package over `share` of them (transformers alone is half the
+    Python) and no text over 200 KB (generated tables); with the characters taken from each package."""
     rows = [json.loads(line) for line in Path(corpus).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [row for row in rows if row["path"].endswith(".py") == python]
     random.Random(seed).shuffle(rows)
     per: Counter[str] = Counter()
     texts, total = [], 0
     for row in rows:
+        if total >= chars:
+            break
         text, package = row["text"], package_of(row["path"])
         if len(text) > 200_000 or per[package] + len(text) > share * chars:
             continue
         per[package] += len(text)
         texts.append(text)
         total += len(text)
-        if total >= chars:
-            break
-    return texts
+    return texts, per
 
 
 def build_memory(
-    corpus: str | Path, out: str | Path, encode_batch: Callable[[list[str]], list[list[int]]], chars: int
+    corpus: str | Path,
+    out: str | Path,
+    encode_batch: Callable[[list[str]], list[list[int]]],
+    chars: float,
+    other_chars: float = 0,
 ) -> int:
-    """Samples `chars` characters of the corpus, tokenizes them and writes the memory to `out`; a DATA.md beside
-    it (the model's data card) gets a section that says so."""
-    tokens = save_memory(out, encode_batch(sample_corpus(corpus, chars)))
+    """Samples `chars` characters of the corpus's Python (at most 15 % from one package) and `other_chars` of
+    its other languages (at most 13 % from one source: the model never trained on them, the memory is what it
+    knows of them), tokenizes them and writes the memory to `out`. A DATA.md beside it (the model's data card)
+    gets a section that says what went in."""
+    python, per_python = sample_corpus(corpus, chars)
+    others, per_other = sample_corpus(corpus, other_chars, share=0.13, python=False) if other_chars else ([], Counter())
+    tokens = save_memory(out, encode_batch(python + others))
     card = Path(out).parent / "DATA.md"
     if card.exists():
         text = card.read_text(encoding="utf-8").split(DATA_SECTION)[0].rstrip()
+        licences = _licences(Path(corpus).parent / "sources.json")
+        rows = "".join(
+            f"| {name} | {licences.get(name, '(listed above)')} | {n:,} |\n"
+            for name, n in (per_python + per_other).most_common()
+        )
         note = (
-            f"{DATA_SECTION}\n\n`{Path(out).name}`: {tokens:,} tokens of the training split above ({chars:,} characters "
-            "drawn at random, at most 15 % from one package), written by `diffill train memory`. The held-out "
-            "packages are not in it.\n"
+            f"{DATA_SECTION}\n\n`{Path(out).name}`: {tokens:,} tokens of the training split, drawn at random by "
+            f"`diffill train memory`: {sum(per_python.values()):,} characters of Python (at most 15 % from one "
+            f"package) and {sum(per_other.values()):,} of other languages (at most 13 % from one source). The "
+            f"held-out packages and folders are not in it.\n\n| package | licence | characters |\n|---|---|---|\n{rows}"
         )
         card.write_text(f"{text}\n\n{note}", encoding="utf-8")
     return tokens
+
+
+def _licences(sources: Path) -> dict[str, str]:
+    """Source name -> licence, from the sources.json `diffill train corpus` writes beside the corpus."""
+    try:
+        listed = json.loads(sources.read_text(encoding="utf-8"))["sources"]
+        return {s["name"]: s["licence"] for s in listed if s.get("split") == "train"}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}

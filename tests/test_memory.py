@@ -105,11 +105,16 @@ def test_the_corpus_sample_caps_each_package_and_is_seeded(tmp_path):
     rows = [{"path": f"/x/site-packages/big/{i}.py", "text": "b" * 100} for i in range(50)]
     rows += [{"path": f"/usr/lib/python3.11/m{i}.py", "text": "s" * 100} for i in range(50)]
     rows += [{"path": "/x/site-packages/huge/t.py", "text": "h" * 300_000}]
+    rows += [{"path": f"data/corpus/raw/go-src/src/f{i}.go", "text": "g" * 100} for i in range(50)]
+    rows += [{"path": f"data/corpus/raw/rust-src/lib/f{i}.rs", "text": "r" * 100} for i in range(50)]
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    texts = sample_corpus(corpus, chars=2_000, share=0.5)
-    assert texts == sample_corpus(corpus, chars=2_000, share=0.5)
+    texts, per = sample_corpus(corpus, chars=2_000, share=0.5)
+    assert (texts, per) == sample_corpus(corpus, chars=2_000, share=0.5)
     assert Counter(t[0] for t in texts) == {"b": 10, "s": 10}  # 1,000 characters each, at most
+    assert per == {"big": 1_000, "stdlib": 1_000}
+    others, per = sample_corpus(corpus, chars=1_000, share=0.3, python=False)  # the other languages apart
+    assert per == {"go-src": 300, "rust-src": 300} and {t[0] for t in others} == {"g", "r"}
     assert memory_module.package_of("/x/site-packages/big/a/b.py") == "big"
 
 
@@ -147,6 +152,7 @@ def test_train_memory_writes_the_memory_of_a_model_folder(tmp_path, capsys):
         {"path": f"/x/site-packages/p{i}/m.py", "text": f"def area_{i}(width, height):\n    return 0\n"}
         for i in range(9)
     ]
+    rows += [{"path": "data/raw/go/m.go", "text": "func volume(depth int) int {\n\treturn depth\n}\n"}]
     (corpus / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (model / "DATA.md").write_text("# data card\n")
     for _ in range(2):  # a rebuild replaces the card's section
@@ -154,7 +160,10 @@ def test_train_memory_writes_the_memory_of_a_model_folder(tmp_path, capsys):
     assert "tokens" in capsys.readouterr().out
     card = (model / "DATA.md").read_text()
     assert card.startswith("# data card\n") and card.count(memory_module.DATA_SECTION) == 1
+    assert "| go |" in card and "| p3 |" in card  # what went in, package by package
     tok = CodeTokenizer.from_file(model / "tokenizer.json")
     memory = load_memory(model / memory_module.FILE_NAME, tok.vocab_size)
     n, ids, _ = memory.continuations(tok.encode("def area_3(width,"))
     assert n >= KEY_ORDER and tok.decode(ids[:1].tolist()).strip() == "height"
+    n, ids, _ = memory.continuations(tok.encode("func volume(depth int"))  # and the other languages'
+    assert n >= KEY_ORDER and tok.decode(ids[:1].tolist()).strip().startswith(")")
