@@ -3,7 +3,7 @@ model.ngram, with its own weight: where the last four or more tokens also occur 
 there is evidence the small model saw once in training and could not keep (an infini-gram / kNN-LM datastore).
 
 The memory ships beside the weights as one safetensors tensor (`memory.safetensors`: uint16 token ids, texts
-separated by SEPARATOR). Loading sorts the positions of every 3-gram once (about a second for 12M tokens, once per
+separated by SEPARATOR). Loading sorts the positions of every 3-gram once (0.3 s for 12M tokens, once per
 process); a lookup finds the occurrences of the context's last three tokens through a coarse sampled index and
 extends the match backwards as model.ngram does, up to MAX_ORDER tokens; fewer than KEY_ORDER is no match.
 """
@@ -49,7 +49,7 @@ class CorpusMemory:
 
     def _sorted_starts(self) -> tuple[np.ndarray, np.ndarray]:
         """3-gram start positions sorted by 3-gram (int32), and every COARSE-th sorted key. Key and position are
-        packed in one uint64 sorted in place: 8 bytes a token at the peak, about a second for 12M tokens."""
+        packed in one uint64 sorted in place: 8 bytes a token at the peak, 0.3 s for 12M tokens."""
         n = max(0, len(self.ids) - SORT_ORDER + 1)
         packed = np.zeros(n, dtype=np.uint64)
         broken = np.zeros(n, dtype=bool)  # a 3-gram across a separator (or an id past the vocabulary)
