@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Compress the corpus so that it can travel to a machine without network (the trainer reads .jsonl.gz).
 set -euo pipefail
+#   usage: bash bench/pack_corpus.sh [corpus folder, default data/corpus]
 cd "$(dirname "$0")/.."
-for split in train heldout; do gzip -9 -c "data/corpus/$split.jsonl" > "data/corpus/$split.jsonl.gz"; done
-ls -la data/corpus/*.gz
+CORPUS=${1:-data/corpus}
+for split in train heldout; do gzip -9 -c "$CORPUS/$split.jsonl" > "$CORPUS/$split.jsonl.gz"; done
+ls -la "$CORPUS"/*.gz
