@@ -267,6 +267,20 @@ def build(out_dir: Path, seed: int = 0, languages: bool = False) -> dict:
     return summary
 
 
+def package_of(path: str) -> str:
+    """The distribution (or 'stdlib', or the top folder) a corpus path belongs to."""
+    parts = Path(path).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            rest = parts[parts.index(marker) + 1 :]
+            return rest[0] if len(rest) > 1 else marker
+    if "raw" in parts and parts.index("raw") + 1 < len(parts) - 1:  # `train corpus --languages` sources
+        return parts[parts.index("raw") + 1]
+    if "lib" in parts and any(p.startswith("python3") for p in parts):
+        return "stdlib"
+    return parts[0] if len(parts) > 1 else ""
+
+
 def iter_docs(path: Path):
     """Documents of a .jsonl split; a .jsonl.gz beside it is read when the plain file is absent (the compressed
     corpus is what travels to a GPU machine that cannot fetch packages)."""

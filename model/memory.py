@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
+from .corpus import iter_docs, package_of
+
 KEY_ORDER = 4  # tokens of context that must match: the model knows the shorter contexts well enough
 SORT_ORDER = 3  # positions are sorted by the 3-gram they start (36 bits of key + 28 of position: one uint64)
 MAX_ORDER = 12  # as model.ngram: past this the evidence is as strong as it gets
@@ -166,22 +168,14 @@ def save_memory(path: str | Path, streams: Iterable[Iterable[int]]) -> int:
     return len(ids)
 
 
-def package_of(path: str) -> str:
-    """The package a corpus file belongs to: the folder under site-packages, an external source's name (the
-    corpus keeps them under raw/<name>/), the Python standard library as one."""
-    if "/raw/" in path:
-        return path.split("/raw/", 1)[1].split("/", 1)[0]
-    return path.split("site-packages/", 1)[1].split("/", 1)[0] if "site-packages/" in path else "stdlib"
-
-
 def sample_corpus(
-    corpus: str | Path, chars: float, share: float = 0.15, seed: int = 0, python: bool = True
+    docs: Sequence[dict], chars: float, share: float = 0.15, seed: int = 0, python: bool = True
 ) -> tuple[list[str], Counter[str]]:
-    """Texts of a training corpus (jsonl: path, text), its Python files (or, `python` False, the others) drawn
-    at random up to `chars` characters, no package over `share` of them (transformers alone is half the
-    Python) and no text over 200 KB (generated tables); with the characters taken from each package."""
-    rows = [json.loads(line) for line in Path(corpus).read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = [row for row in rows if row["path"].endswith(".py") == python]
+    """Texts of a training corpus's documents (model.corpus.iter_docs: path, text), its Python files (or,
+    `python` False, the others) drawn at random up to `chars` characters, no package over `share` of them
+    (transformers alone is half the Python) and no text over 200 KB (generated tables); with the characters taken
+    from each package."""
+    rows = [row for row in docs if row["path"].endswith(".py") == python]
     random.Random(seed).shuffle(rows)
     per: Counter[str] = Counter()
     texts, total = [], 0
@@ -208,8 +202,9 @@ def build_memory(
     its other languages (at most 13 % from one source: the model never trained on them, the memory is what it
     knows of them), tokenizes them and writes the memory to `out`. A DATA.md beside it (the model's data card)
     gets a section that says what went in."""
-    python, per_python = sample_corpus(corpus, chars)
-    others, per_other = sample_corpus(corpus, other_chars, share=0.13, python=False) if other_chars else ([], Counter())
+    docs = list(iter_docs(Path(corpus)))
+    python, per_python = sample_corpus(docs, chars)
+    others, per_other = sample_corpus(docs, other_chars, share=0.13, python=False) if other_chars else ([], Counter())
     tokens = save_memory(out, encode_batch(python + others))
     card = Path(out).parent / "DATA.md"
     if card.exists():

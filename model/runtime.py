@@ -120,7 +120,6 @@ def load(
                 span_confidence = float(card["diffill_span_min_confidence"])
         except (ValueError, TypeError, AttributeError):
             draft, min_confidence, candidates, span_confidence = "", 0.0, 1, None
-    memory = _memory(folder / MEMORY_FILE, tokenizer.vocab_size)
     return LoadedModel(
         model,
         tokenizer,
@@ -130,8 +129,8 @@ def load(
         draft,
         min_confidence,
         candidates,
-        memory,
-        span_confidence,
+        memory=_memory(folder / MEMORY_FILE, tokenizer.vocab_size),
+        span_min_confidence=span_confidence,
     )
 
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from .config import DiffusionGemmaConfig
-from .corpus import iter_docs
+from .corpus import iter_docs, package_of
 from .diffusion_gemma import DiffusionGemma
 from .fim import build_canvas, build_prompt, sample_span
 from .loader import load_model, save_model
@@ -93,20 +93,6 @@ class TrainConfig:
 
 
 # ----- data -----
-def package_of(path: str) -> str:
-    """The distribution (or 'stdlib', or the top folder) a corpus path belongs to."""
-    parts = Path(path).parts
-    for marker in ("site-packages", "dist-packages"):
-        if marker in parts:
-            rest = parts[parts.index(marker) + 1 :]
-            return rest[0] if len(rest) > 1 else marker
-    if "raw" in parts and parts.index("raw") + 1 < len(parts) - 1:  # `train corpus --languages` sources
-        return parts[parts.index("raw") + 1]
-    if "lib" in parts and any(p.startswith("python3") for p in parts):
-        return "stdlib"
-    return parts[0] if len(parts) > 1 else ""
-
-
 class Corpus:
     """Documents with their paths, grouped by folder so that examples can carry cross-file context from the
     files beside them (definitions the middle uses), as the workspace index supplies at completion time."""

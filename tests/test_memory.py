@@ -13,6 +13,7 @@ import torch
 
 from diffill.model import memory as memory_module
 from diffill.model import runtime
+from diffill.model.corpus import iter_docs, package_of
 from diffill.model.memory import (
     KEY_ORDER,
     MAX_ORDER,
@@ -109,13 +110,14 @@ def test_the_corpus_sample_caps_each_package_and_is_seeded(tmp_path):
     rows += [{"path": f"data/corpus/raw/rust-src/lib/f{i}.rs", "text": "r" * 100} for i in range(50)]
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    texts, per = sample_corpus(corpus, chars=2_000, share=0.5)
-    assert (texts, per) == sample_corpus(corpus, chars=2_000, share=0.5)
+    docs = list(iter_docs(corpus))
+    texts, per = sample_corpus(docs, chars=2_000, share=0.5)
+    assert (texts, per) == sample_corpus(docs, chars=2_000, share=0.5)
     assert Counter(t[0] for t in texts) == {"b": 10, "s": 10}  # 1,000 characters each, at most
     assert per == {"big": 1_000, "stdlib": 1_000}
-    others, per = sample_corpus(corpus, chars=1_000, share=0.3, python=False)  # the other languages apart
+    others, per = sample_corpus(docs, chars=1_000, share=0.3, python=False)  # the other languages apart
     assert per == {"go-src": 300, "rust-src": 300} and {t[0] for t in others} == {"g", "r"}
-    assert memory_module.package_of("/x/site-packages/big/a/b.py") == "big"
+    assert package_of("/x/site-packages/big/a/b.py") == "big"
 
 
 def _uniform() -> torch.Tensor:
