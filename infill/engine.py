@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
+WORD_PIECE = re.compile(r" ?\w+")  # a token inside a word (the first of a word may carry its leading space)
 
 
 @dataclass
@@ -90,6 +91,9 @@ class EngineOptions:
     # (None = min_confidence): a rest of line is cut harder than a block (measured, docs/benchmarks.md).
     span_min_confidence: float | None = None
     token_healing: bool = True  # mid-line, take the partial last token back and make the answer start with it
+    # A word typed in several tokens (`su|pe` for `super`) is taken back whole, up to this many tokens: the model
+    # then writes it in its own tokens instead of finishing a piece it never saw there. 1 = the last token only.
+    heal_tokens: int = 4
     # A rename in progress is what the user is doing: the new name wins a slot unless the model believes the
     # old one by more than this (mean log-probability per token, nats).
     rename_prior: float = 4.0  # tuned on held-out stdlib/click/attrs/pygls renames (docs/benchmarks.md)
@@ -217,6 +221,12 @@ class CompletionEngine:
             partial = last.strip() or typed_before
             if partial and "\n" not in last and prefix.endswith(last) and self.first_token_ids(last):
                 prefix_ids, healed = prefix_ids[:-1], last
+                taken = 1
+                while taken < o.heal_tokens and len(prefix_ids) > 1 and WORD_PIECE.fullmatch(healed):
+                    piece = self.tokenizer.decode(prefix_ids[-1:])
+                    if healed.startswith(" ") or not WORD_PIECE.fullmatch(piece) or not prefix.endswith(piece + healed):
+                        break
+                    prefix_ids, healed, taken = prefix_ids[:-1], piece + healed, taken + 1
         prompt = build_prompt(prefix_ids, suffix_ids, o.max_prompt_tokens, o.max_suffix_tokens, context=blocks)
         return prompt, healed
 
@@ -234,6 +244,30 @@ class CompletionEngine:
                 self._first_ids.clear()
             self._first_ids[healed] = [i for i, t in enumerate(self._vocab_texts()) if t.startswith(healed)]
         return self._first_ids[healed]
+
+    def consistent_ids(self, rest: str) -> list[int]:
+        """Vocabulary ids that may start a text beginning with `rest`: those that start with it, and those that
+        are a (non-empty) start of it (cached per text)."""
+        key = "\0" + rest  # (shares first_token_ids' cache)
+        if key not in self._first_ids:
+            if len(self._first_ids) > 4096:
+                self._first_ids.clear()
+            texts = self._vocab_texts()
+            self._first_ids[key] = [i for i, t in enumerate(texts) if t and (t.startswith(rest) or rest.startswith(t))]
+        return self._first_ids[key]
+
+    def healing(self, healed: str) -> Callable[[list[int]], list[int] | None] | None:
+        """The draft constraint of token healing: the ids a draft's next token may take until its text covers
+        `healed` (None after: any), so that a word taken back in pieces is written again in whichever tokens the
+        model likes."""
+        if not healed:
+            return None
+
+        def allowed(tokens: list[int]) -> list[int] | None:
+            done = self.tokenizer.decode(tokens) if tokens else ""
+            return self.consistent_ids(healed[len(done) :]) if len(done) < len(healed) else None
+
+        return allowed
 
     def _suffix_ids(self, suffix: str) -> list[int]:
         """The suffix's head in whole lines (a syntax boundary, not a token count, ends it) within the budget."""
@@ -297,7 +331,7 @@ class CompletionEngine:
         canvas: int,
         kind: str,
         cache,
-        first: list[int] | None,
+        first: Callable[[list[int]], list[int] | None] | None,
         symbols: tuple[str, str, list[str]] | None = None,
         mix: NgramMixer | None = None,
     ) -> tuple[list[int], float]:
@@ -603,7 +637,8 @@ class CompletionEngine:
         context_blocks = self.context_for(doc, offset, key, path)
         heal = self.options.token_healing and span.kind == "line"
         prompt, healed = self.prompt_for(text, offset, suffix_start, context_blocks, heal=heal)
-        first = self.first_token_ids(healed) if healed else None
+        first = self.healing(healed)  # drafts: each token consistent with the healed text until it is written
+        first_ids = self.consistent_ids(healed) if healed else None  # the denoiser: its first token only
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length
         if span.kind == "line" and self.options.line_canvas_length:
@@ -642,11 +677,11 @@ class CompletionEngine:
                 cache=cache,
                 init=init,
                 min_confidence=0.0 if line_ar else self._span_confidence(),
-                first_allowed=first,
+                first_allowed=first_ids,
             )
             tail = text[offset:suffix_start].rstrip() if span.kind == "line" and not copied else ""
             if _is_known_tail(tail) and not self.tokenizer.decode(ids).rstrip().endswith(tail):
-                ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first)
+                ids = self._with_pinned_tail(prompt, ids, tail, canvas, cache, cancel, first_ids)
             whole = ids
             if line_ar and not copied and self.options.min_confidence > 0:
                 ids = self._cut_at_doubt(prompt, ids, healed, cache, mix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import torch
@@ -165,7 +165,7 @@ class DiffusionModel:
         max_tokens: int,
         stop_ids: set[int],
         cache: KVCache | None = None,
-        first_allowed: list[int] | None = None,
+        first_allowed: list[int] | Callable[[list[int]], Sequence[int] | None] | None = None,
         k: int = 1,
         mix: NgramMixer | None = None,
     ) -> list[tuple[list[int], float]]:
@@ -175,7 +175,9 @@ class DiffusionModel:
         stop id or after `max_tokens`. Greedy decoding goes wrong most at the first word (mid-word, several fit):
         scoring whole continuations picks the one the model believes as a whole. The cache is left holding the
         prompt; the beams extend copies of it. `mix` blends a cache n-gram model of the code around into each
-        next-token distribution (see model.ngram)."""
+        next-token distribution (see model.ngram). `first_allowed`: the only ids the first token may take, or a
+        function of a draft's tokens so far giving the ids its next token may take (None: any; token healing
+        over several tokens)."""
         if max_tokens <= 0:
             return [([], 0.0)]
         device = self.net.device
@@ -189,9 +191,9 @@ class DiffusionModel:
         logp = torch.log_softmax(self.net.head(self.net.encode(prompt[:, cache.length :], cache)[:, -1]).float(), -1)[0]
         if mix is not None:
             logp = mix.mix([], logp)
-        if first_allowed is not None:
-            allowed = torch.as_tensor(first_allowed, dtype=torch.long, device=device)
-            logp = torch.full_like(logp, -math.inf).index_copy_(0, allowed, logp[allowed])
+        allowed = first_allowed if callable(first_allowed) or first_allowed is None else _first_only(first_allowed)
+        if allowed is not None:
+            logp = _restrict(logp, allowed([]))
         top = logp.topk(min(k, int(torch.isfinite(logp).sum())))
         beams = [([t], s) for t, s in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
         if not beams:  # nothing allowed first
@@ -213,11 +215,14 @@ class DiffusionModel:
             step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1)
             if mix is not None:
                 step = torch.stack([mix.mix(beams[i][0], row) for row, i in zip(step, live, strict=True)])
+            if allowed is not None:
+                step = torch.stack([_restrict(row, allowed(beams[i][0])) for row, i in zip(step, live, strict=True)])
             step = step.topk(k)
             grown = [
                 (score + s, row, t)
                 for row, (i, score) in enumerate((i, beams[i][1]) for i in live)
                 for t, s in zip(step.indices[row].tolist(), step.values[row].tolist(), strict=True)
+                if s > -math.inf
             ]
             grown = sorted(grown, key=lambda g: -g[0])[:k]
             beams = [(beams[live[row]][0] + [t], score) for score, row, t in grown]
@@ -326,6 +331,19 @@ class DiffusionModel:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
         return self.net.encode(prompt, self.net.new_cache())[0]
+
+
+def _first_only(ids: Sequence[int]) -> Callable[[list[int]], Sequence[int] | None]:
+    """A draft constraint that holds the first token to `ids` and leaves the rest free."""
+    return lambda tokens: None if tokens else ids
+
+
+def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
+    """`logp` [V] with every id outside `ids` at -inf (`ids` None: as is)."""
+    if ids is None:
+        return logp
+    keep = torch.as_tensor(ids, dtype=torch.long, device=logp.device)
+    return torch.full_like(logp, -math.inf).index_copy_(0, keep, logp[keep])
 
 
 def _select_rows(cache: KVCache, rows: list[int]) -> None:

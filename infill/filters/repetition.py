@@ -8,6 +8,7 @@ above the cursor. Repeats are cut before their second copy; a copied line drops 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from diffill.infill.filters.base import Candidate
@@ -25,7 +26,11 @@ MIN_STUTTER = 8  # characters a stutter must span
 
 
 def drop_repetition(c: Candidate) -> Candidate:
-    """Cut repeated lines / token groups after their first copy; empty the suggestion if it copies the line above."""
+    """Cut repeated lines / token groups after their first copy; empty the suggestion if it copies the line above.
+    A degenerate line an answer was cut from (`Candidate.whole`) is forgotten: later filters must not run the
+    answer on along it (`fr|` -> `omromromrom`)."""
+    if c.whole and min(_repeated_tokens_cut(c.whole), _stutter_cut(c.whole)) < len(c.whole):
+        c = dataclasses.replace(c, whole="")
     if not c.text.strip():
         return c
     if _copies_line_above(c):

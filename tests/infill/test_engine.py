@@ -130,6 +130,48 @@ def test_token_healing_takes_back_the_partial_token(engine):
     assert first and all(engine.tokenizer.decode([i]).startswith(healed) for i in first)
 
 
+def test_token_healing_takes_back_a_word_typed_in_pieces(engine):
+    """`argume|` is several tokens: the word is taken back whole (at most `heal_tokens`), so the model may write
+    it in its own tokens; a name typed whole after a dot or a space is one piece and stays as before."""
+    tok = engine.tokenizer
+    text = "def f(x):\n    return g(x)\n\nname = call(argume"
+    pieces = [tok.decode([i]) for i in tok.encode("name = call(argume")]
+    assert len(tok.encode("argume")) > 1  # (the test's premise: the tiny tokenizer splits the word)
+    plain = engine.prompt_for(text, len(text), len(text))[0]
+    try:
+        for limit in (1, 2, 8):
+            engine.options.heal_tokens = limit
+            prompt, healed = engine.prompt_for(text, len(text), len(text), heal=True)
+            taken = len(plain) - len(prompt)
+            assert text.endswith(healed) and healed.endswith(pieces[-1]) and 1 <= taken <= limit
+            assert healed == "".join(pieces[-taken:]) and healed.strip().isidentifier()
+            assert taken == limit or healed == "argume"
+        assert healed == "argume"  # the whole word, not the `(` before it
+    finally:
+        engine.options.heal_tokens = EngineOptions.heal_tokens
+
+
+def test_healing_constraint_holds_each_token_to_the_healed_text(engine):
+    """Until a draft's text covers the healed text, its next token must start with what is left of it or be a
+    start of it; then anything goes. The beam's drafts all write the healed text again."""
+    tok = engine.tokenizer
+    healed = " argume"
+    allowed = engine.healing(healed)
+    first = [tok.decode([i]) for i in allowed([])]
+    assert first and all(t.startswith(healed) or healed.startswith(t) for t in first)
+    assert " " in first or any(len(t) > 1 for t in first)
+    piece = max((i for i in allowed([]) if healed.startswith(tok.decode([i]))), key=lambda i: len(tok.decode([i])))
+    rest = healed[len(tok.decode([piece])) :]
+    if rest:
+        assert all(tok.decode([i]).startswith(rest) or rest.startswith(tok.decode([i])) for i in allowed([piece]))
+    assert allowed(tok.encode(healed + "nt")) is None
+    assert engine.healing("") is None
+    text = "def f(x):\n    return g(x)\n\nname = call(argume"
+    prompt, healed = engine.prompt_for(text, len(text), len(text), heal=True)
+    drafts = engine.model.ar_drafts(prompt, 8, engine._line_stops(), None, engine.healing(healed), k=3)
+    assert drafts and all(tok.decode(ids).startswith(healed) for ids, _ in drafts)
+
+
 def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine):
     """`return |`: the space is a token the model rarely saw end a prefix (it writes ` x`, space first), so it is
     taken back and the answer must start with it; a line's indentation (a token with its newline) stays."""
@@ -164,7 +206,7 @@ def test_healed_answer_does_not_repeat_the_typed_text():
     healed = eng.prompt_for(text, text.index("\n"), text.index("\n"), heal=True)[1]
     assert healed and " arg".endswith(healed)
     longest = max(seen["first_allowed"], key=lambda i: len(tok.decode([i])))
-    assert all(tok.decode([i]).startswith(healed) for i in seen["first_allowed"])
+    assert all(tok.decode([i]).startswith(healed) or healed.startswith(tok.decode([i])) for i in seen["first_allowed"])
     assert out is not None and out.text == tok.decode([longest])[len(healed) :] + ")"
     eng.options.token_healing = False
     out = eng.complete(doc, text.index("\n"))

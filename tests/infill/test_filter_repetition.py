@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from diffill.infill.filters.repetition import drop_repetition
@@ -49,3 +51,17 @@ def test_repetition_golden(candidate, language, src, raw, expected, expected_rep
     out = drop_repetition(candidate(language, src, raw))
     assert out.text == expected
     assert out.doc_text[out.offset : out.replace_end] == expected_replaced
+
+
+def test_a_degenerate_line_an_answer_was_cut_from_is_not_run_on_along(candidate):
+    """The syntax guard extends an answer cut short along the line it was cut from (`Candidate.whole`); when that
+    line stutters, the repetition filter forgets it and the guard completes the word being typed instead."""
+    from diffill.infill.postprocess import postprocess
+
+    c = candidate("python", "fr<CURSOR>\nx = 1\n", "om")
+    stutter = dataclasses.replace(c, whole="omromromromromromrom")
+    assert drop_repetition(stutter).whole == ""
+    assert postprocess(stutter).text == "om"
+    sound = dataclasses.replace(c, whole="om os import path, sep")
+    assert drop_repetition(sound).whole == "om os import path, sep"
+    assert postprocess(sound).text == "om os import path"
