@@ -444,6 +444,38 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
     assert out is not None and out.text == "ose()" and drafted and out.source == "model"  # `pr` + its own
 
 
+@pytest.mark.parametrize("floor, expected", [(0.35, "Logger"), (0.0, "Logger(__name__)")])
+def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
+    """A copied rest of line ends before its first token under copy_min_confidence (the model's own answers have
+    min_confidence): the copy's right start stands when its end goes wrong. 0 keeps copies whole."""
+    tok = CodeTokenizer.train(CODE + ["logger = logging.getLogger(__name__)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    judged = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            return [(tok.encode("Handler(x)\n"), -30.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            return [-1.0 for _ in continuations]
+
+        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+            judged.append(tok.decode(tokens))
+            sure = len(tok.encode("Logger"))
+            return [0.0] * sure + [-2.0] * (len(tokens) - sure)  # unsure from `(` on
+
+    options = EngineOptions(
+        steps=2, draft="ar", token_healing=False, symbol_prior=-1, min_confidence=0.6, copy_min_confidence=floor
+    )
+    eng = CompletionEngine(Drafter(net), tok, options)
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
+    head = tok.encode("Logger")
+    assert tok.encode("Logger(__name__)")[: len(head)] == head  # (the premise: the copy's tokens start so)
+    assert out is not None and out.text == expected and out.source == "copy"
+    assert judged == (["Logger(__name__)"] if floor else [])
+
+
 @pytest.mark.parametrize(
     "gap, hedge, expected", [(0.5, 1.0, "Equal("), (3.0, 1.0, "Equal(y, 2)"), (0.5, -1.0, "Equal(y, 2)")]
 )
