@@ -474,6 +474,8 @@ def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
     assert tok.encode("Logger(__name__)")[: len(head)] == head  # (the premise: the copy's tokens start so)
     assert out is not None and out.text == expected and out.source == "copy"
     assert judged == (["Logger(__name__)"] if floor else [])
+    eng.options.min_confidence = 0.0  # nothing is cut: copies stay whole too
+    assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Logger(__name__)"
 
 
 @pytest.mark.parametrize(
