@@ -33,6 +33,8 @@ from .corpus import iter_docs, package_of
 from .diffusion_gemma import DiffusionGemma
 from .fim import build_canvas, build_prompt, sample_span
 from .loader import load_model, save_model
+from .memory import DATA_SECTION as MEMORY_SECTION
+from .memory import FILE_NAME as MEMORY_FILE
 from .tokenizer import BOS, PAD, CodeTokenizer
 
 EMBEDDED_CONFIG = dict(
@@ -510,7 +512,12 @@ def write_data_card(corpus_dir: Path, state: dict, dest: Path) -> None:
         + ", ".join(f"{k} {v['files']} files ({v['bytes'] / 1e6:.1f} MB)" for k, v in summary.items()),
         "",
     ]
-    (dest / "DATA.md").write_text("\n".join(lines))
+    card = dest / "DATA.md"
+    kept = ""  # the corpus memory's section (`diffill train memory`) stays while its file does
+    if card.exists() and (dest / MEMORY_FILE).exists():
+        old = card.read_text(encoding="utf-8")
+        kept = old[old.index(MEMORY_SECTION) :] if MEMORY_SECTION in old else ""
+    card.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
 
 
 def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampler: dict | None = None) -> None:

@@ -92,6 +92,10 @@ def test_losses_fall_resume_and_export(tmp_path):
     from diffill.model.memory import FILE_NAME, save_memory
 
     save_memory(tmp_path / "weights" / FILE_NAME, [[5, 6, 7, 8, 9]] * 2)
+    data_card = tmp_path / "weights" / "DATA.md"
+    data_card.write_text(data_card.read_text() + "\n## Corpus memory\n\n| p3 | MIT | 9 |\n")
+    export(tmp_path / "run", tmp_path / "weights", sampler=card)  # a new export keeps the memory's section
+    assert data_card.read_text().count("## Corpus memory") == 1 and "| p3 | MIT | 9 |" in data_card.read_text()
     loaded = runtime.load(str(tmp_path / "weights"), "cpu")
     assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.25, 0.5, 3)
     assert loaded.memory is not None and loaded.memory.continuations([5, 6, 7, 8])[1].tolist() == [9]
