@@ -120,8 +120,9 @@ class EngineOptions:
     copy_hedge: float = 1.0
     # A rest-of-line copy is cut before its first token the model (with the n-gram evidence of the code around)
     # gives less than this, like the model's own answers at `min_confidence`: a copy that goes wrong part way
-    # still gives its right start. 0 (or min_confidence 0: nothing is cut) = copies stay whole. Measured (docs/benchmarks.md): 0.35 -> exact -0.3,
-    # useful +1.4 to +2.9 points on the tuning set's draws and hf_hub; 0.6 -> exact -1.5, useful +4.5.
+    # still gives its right start. 0 (or min_confidence 0: nothing is cut) = copies stay whole. Measured
+    # (docs/benchmarks.md): 0.35 -> exact -0.3, useful +1.4 to +2.9 points on the tuning set's draws and hf_hub;
+    # 0.6 -> exact -1.5, useful +4.5.
     copy_min_confidence: float = 0.35
     # A cache n-gram model of the code around (the document, open documents, the files beside it: model.ngram)
     # is mixed into the model's next-token probabilities with this weight where two tokens of context match it,

@@ -215,8 +215,9 @@ class DiffusionModel:
             step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1)
             if mix is not None:
                 step = torch.stack([mix.mix(beams[i][0], row) for row, i in zip(step, live, strict=True)])
-            if allowed is not None:
-                step = torch.stack([_restrict(row, allowed(beams[i][0])) for row, i in zip(step, live, strict=True)])
+            held = [allowed(beams[i][0]) for i in live] if allowed is not None else []
+            if any(ids is not None for ids in held):  # (healing: until the beams have written the healed text)
+                step = torch.stack([_restrict(row, ids) for row, ids in zip(step, held, strict=True)])
             step = step.topk(k)
             grown = [
                 (score + s, row, t)
