@@ -37,6 +37,8 @@ from .memory import DATA_SECTION as MEMORY_SECTION
 from .memory import FILE_NAME as MEMORY_FILE
 from .tokenizer import BOS, PAD, CodeTokenizer
 
+INIT_TRAINING = "init_training.json"  # a run's copy of the training.json of the weights it started from
+
 EMBEDDED_CONFIG = dict(
     vocab_size=4096,  # set from the tokenizer; 4096 measured 3.30 bytes/token against 3.56 at 8192, half the head
     hidden_size=256,
@@ -366,6 +368,10 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         for p in net.parameters():
             p.requires_grad_(True)
         log(f"initialised from {cfg.init}")
+        earlier = Path(cfg.init) / "training.json"
+        if earlier.exists():  # what the starting weights had been through, for the exported card
+            out.mkdir(parents=True, exist_ok=True)
+            (out / INIT_TRAINING).write_bytes(earlier.read_bytes())
     else:
         net = DiffusionGemma(DiffusionGemmaConfig(**mc)).to(cfg.device)
         init_weights(net, cfg.seed)
@@ -487,18 +493,29 @@ def evaluate_loss(net: DiffusionGemma, eval_batches, cfg: TrainConfig) -> dict:
     return {"heldout_ar": ar_total / len(eval_batches), "heldout_diffusion": diff_total / len(eval_batches)}
 
 
-def write_data_card(corpus_dir: Path, state: dict, dest: Path) -> None:
-    """model/weights/DATA.md: every source of the training corpus with its version and licence."""
+def _training_line(state: dict) -> str:
+    return (
+        f"{state.get('step', 0)} steps, {state.get('tokens', 0) / 1e6:.1f}M tokens, "
+        f"{state.get('seconds', 0) / 60:.0f} minutes on {state.get('config', {}).get('corpus', '?')}"
+    )
+
+
+def write_data_card(corpus_dir: Path, state: dict, dest: Path, earlier: dict | None = None) -> None:
+    """model/weights/DATA.md: every source of the training corpus with its version and licence. `earlier`: the
+    training.json of the weights the run started from (`--init`)."""
     info = json.loads((corpus_dir / "sources.json").read_text())
+    history = f"Training: {_training_line(state)}"
+    if earlier:
+        history += f", on top of {_training_line(earlier)}"
     lines = [
         "# The embedded model's training data",
         "",
         "Rebuilt from scratch with `diffill train corpus` (offline: the CPython standard library and the Python",
-        "sources of permissively licensed distributions installed with diffill's dev extra), deduplicated by content.",
-        "Whole packages are held out for evaluation and never trained on.",
+        "sources of permissively licensed distributions installed with diffill's dev extra; with `--languages`,",
+        "Debian source packages and npm packages of the other languages), deduplicated by content. Whole packages",
+        "(and one folder in 20 of the other languages' sources) are held out for evaluation and never trained on.",
         "",
-        f"Training: {state.get('step', 0)} steps, {state.get('tokens', 0) / 1e6:.1f}M tokens, "
-        f"{state.get('seconds', 0) / 60:.0f} minutes.",
+        history + ".",
         "",
         "| split | source | version | licence | files |",
         "|---|---|---|---|---|",
@@ -541,10 +558,10 @@ def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampl
     gen.update(sampler or {})
     (dest / "generation_config.json").write_text(json.dumps(gen, indent=1) + "\n")
     state = json.loads((run_dir / "checkpoint" / "state.json").read_text())
-    write_data_card(Path(state["config"]["corpus"]), state, dest)
-    (dest / "training.json").write_text(
-        json.dumps(
-            {k: state[k] for k in ("step", "tokens", "seconds", "history", "config", "runs") if k in state}, indent=1
-        )
-        + "\n"
-    )
+    earlier_file = run_dir / INIT_TRAINING
+    earlier = json.loads(earlier_file.read_text()) if earlier_file.exists() else None
+    write_data_card(Path(state["config"]["corpus"]), state, dest, earlier)
+    kept = {k: state[k] for k in ("step", "tokens", "seconds", "history", "config", "runs") if k in state}
+    if earlier:
+        kept["init"] = earlier
+    (dest / "training.json").write_text(json.dumps(kept, indent=1) + "\n")

@@ -134,6 +134,11 @@ def test_training_can_start_from_exported_weights(tmp_path):
     init_weights(fresh, 123)
     assert (fresh.embed_tokens.weight - start).abs().max() > 0.05
     assert (tmp_path / "b" / "tokenizer.json").read_bytes() == (tmp_path / "w" / "tokenizer.json").read_bytes()
+    # The exported card tells what the starting weights had been through, not only the last run's steps.
+    export(tmp_path / "b", tmp_path / "w2")
+    record = json.loads((tmp_path / "w2" / "training.json").read_text())
+    assert record["step"] == 3 and record["init"]["step"] == 20
+    assert "Training: 3 steps" in (card := (tmp_path / "w2" / "DATA.md").read_text()) and "on top of 20 steps" in card
 
 
 def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
