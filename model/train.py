@@ -494,6 +494,7 @@ def evaluate_loss(net: DiffusionGemma, eval_batches, cfg: TrainConfig) -> dict:
 
 
 def _training_line(state: dict) -> str:
+    """A run's steps, tokens, minutes and corpus, for the data card."""
     return (
         f"{state.get('step', 0)} steps, {state.get('tokens', 0) / 1e6:.1f}M tokens, "
         f"{state.get('seconds', 0) / 60:.0f} minutes on {state.get('config', {}).get('corpus', '?')}"
