@@ -7,19 +7,22 @@
 # the shipped tokenizer (model/weights/tokenizer.json) is in the checkout. The exported card is the shipped one's;
 # the corpus memory (model/weights/memory.safetensors, same tokenizer) goes beside the weights when they ship.
 #   usage: OUT=/some/dir [CORPUS=data/corpus] bash bench/train_gpu.sh [minutes]
+# (DEVICE, BATCH and RUN default to cuda, 64 and runs/gpu: tests/training runs the script on CPU at a tiny scale.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-6.5}
 OUT=${OUT:-runs/gpu-out}
 CORPUS=${CORPUS:-data/corpus}
-RUN=runs/gpu
+RUN=${RUN:-runs/gpu}
+DEVICE=${DEVICE:-cuda}
+BATCH=${BATCH:-64}
 mkdir -p "$RUN" "$OUT"
 cp -n model/weights/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
 AR_MINUTES=$(python -c "print(round($MINUTES * 0.4, 2))")
 FIM_MINUTES=$(python -c "print(round($MINUTES * 0.6, 2))")
-python -m diffill.lsp.cli train run --device cuda --corpus "$CORPUS" --out "$RUN" --objective ar --batch 64 \
+python -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --objective ar --batch "$BATCH" \
     --steps 6000 --minutes "$AR_MINUTES" --save-every 120 --lr 2e-3 2>&1 | tee "$OUT/train-ar.log"
-python -m diffill.lsp.cli train run --device cuda --corpus "$CORPUS" --out "$RUN" --objective fim --batch 64 \
+python -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --objective fim --batch "$BATCH" \
     --steps 6000 --minutes "$FIM_MINUTES" --save-every 120 --lr 2e-3 --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
 python -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
     --draft-margin 0.6 --draft-candidates 6 --min-confidence 0.6 --span-min-confidence 0.37

@@ -38,6 +38,7 @@ from .memory import FILE_NAME as MEMORY_FILE
 from .tokenizer import BOS, PAD, CodeTokenizer
 
 INIT_TRAINING = "init_training.json"  # a run's copy of the training.json of the weights it started from
+MAX_WINDOW_MISSES = 2000  # draws of files too short for a pre-training window before `ar_batches` gives up
 
 EMBEDDED_CONFIG = dict(
     vocab_size=4096,  # set from the tokenizer; 4096 measured 3.30 bytes/token against 3.56 at 8192, half the head
@@ -213,7 +214,10 @@ def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random
     need = cfg.prompt_len + 1
     while True:
         rows: list[list[int]] = []
+        misses = 0
         while len(rows) < cfg.batch:
+            if misses > MAX_WINDOW_MISSES:  # (else a corpus of short files would loop here for ever)
+                raise ValueError(f"no window of {need} tokens in {misses} draws: lower --prompt-len or add files")
             text = corpus.texts[corpus.draw(rng)]
             start = rng.randrange(max(1, len(text) - need * 3))
             if start:
@@ -224,6 +228,8 @@ def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random
                 ids = [BOS, *ids]
             if len(ids) >= need:
                 rows.append(ids[:need])
+            else:
+                misses += 1
         yield torch.tensor(rows), None
 
 

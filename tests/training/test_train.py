@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from tiny import TINY
 
@@ -216,3 +217,39 @@ def test_ar_loss_runs_through_the_middle_and_leaves_the_cache_at_the_prompt():
     expected = F.cross_entropy(logits[keep], targets[keep])
     torch.testing.assert_close(loss, expected, rtol=1e-4, atol=1e-5)
     assert int(keep.sum()) == 6 + 3  # 5..10 from the prompt, then 11, 12 and EOS
+
+
+def test_pretraining_on_files_too_short_for_a_window_fails_clearly(tmp_path):
+    """`--objective ar` wants windows of prompt_len + 1 tokens: a corpus with no file that long is an error, not a
+    loop that never ends."""
+    make_corpus(tmp_path / "corpus")
+    cfg = small_run(tmp_path, "run", objective="ar", prompt_len=4096, total_steps=2)
+    with pytest.raises(ValueError, match="no window of 4097 tokens"):
+        train(cfg, SMALL, log=lambda line: None)
+
+
+def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp_path):
+    """bench/train_gpu.sh (the unattended GPU run of #3) on CPU at a tiny scale: pre-training, then FIM, then an
+    export with the shipped card, all under $OUT."""
+    import os
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split in ("train", "heldout"):
+        rows = [{"path": f"p{i}/f{i}.py", "text": SOURCE.replace("walk", f"walk{i}") * 40} for i in range(6)]
+        (corpus / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (corpus / "sources.json").write_text(json.dumps({"sources": [], "summary": {}}))
+    script = Path(__file__).resolve().parents[2] / "bench" / "train_gpu.sh"
+    env = dict(os.environ, OUT=str(tmp_path / "out"), CORPUS=str(corpus), RUN=str(tmp_path / "run"), DEVICE="cpu")
+    env.update(BATCH="2", PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run(["bash", str(script), "0.02"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "heldout_ar" in (tmp_path / "out" / "train.log").read_text()
+    from diffill.model import runtime
+
+    loaded = runtime.load(str(tmp_path / "out" / "weights"), "cpu")
+    assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.6, 0.37, 6)
+    record = json.loads((tmp_path / "out" / "weights" / "training.json").read_text())
+    assert record["config"]["objective"] == "fim" and record["runs"][0]["config"]["objective"] == "ar"
