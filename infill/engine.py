@@ -245,21 +245,19 @@ class CompletionEngine:
 
     def first_token_ids(self, healed: str) -> list[int]:
         """Vocabulary ids whose text starts with `healed` (cached per text)."""
-        if healed not in self._first_ids:
-            if len(self._first_ids) > 4096:
-                self._first_ids.clear()
-            self._first_ids[healed] = [i for i, t in enumerate(self._vocab_texts()) if t.startswith(healed)]
-        return self._first_ids[healed]
+        return self._vocab_ids(healed, lambda t: t.startswith(healed))
 
     def consistent_ids(self, rest: str) -> list[int]:
         """Vocabulary ids that may start a text beginning with `rest`: those that start with it, and those that
         are a (non-empty) start of it (cached per text)."""
-        key = "\0" + rest  # (shares first_token_ids' cache)
+        return self._vocab_ids("\0" + rest, lambda t: bool(t) and (t.startswith(rest) or rest.startswith(t)))
+
+    def _vocab_ids(self, key: str, keep: Callable[[str], bool]) -> list[int]:
+        """The ids whose text `keep` accepts, cached under `key` (at most about 4,096 keys)."""
         if key not in self._first_ids:
             if len(self._first_ids) > 4096:
                 self._first_ids.clear()
-            texts = self._vocab_texts()
-            self._first_ids[key] = [i for i, t in enumerate(texts) if t and (t.startswith(rest) or rest.startswith(t))]
+            self._first_ids[key] = [i for i, t in enumerate(self._vocab_texts()) if keep(t)]
         return self._first_ids[key]
 
     def healing(self, healed: str) -> Callable[[list[int]], list[int] | None] | None:
@@ -650,7 +648,7 @@ class CompletionEngine:
         heal = self.options.token_healing and span.kind == "line"
         prompt, healed = self.prompt_for(text, offset, suffix_start, context_blocks, heal=heal)
         first = self.healing(healed)  # drafts: each token consistent with the healed text until it is written
-        first_ids = self.consistent_ids(healed) if healed else None  # the denoiser: its first token only
+        first_ids = first([]) if first is not None else None  # the denoiser: the same, for its first token only
         t1 = time.perf_counter()
         canvas = self.options.canvas_length or self.model.config.canvas_length
         if span.kind == "line" and self.options.line_canvas_length:
