@@ -9,6 +9,9 @@ import sys
 # A daemon beside an editor and a compiler must not spin-wait on shared cores (10-20x slowdowns otherwise).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# The names in diffill.model.presets, spelt out here so that parsing a command line does not import torch.
+MODEL_SIZES = ("embedded", "moe16", "tiny")
+
 
 def _bench_model(args: argparse.Namespace) -> int:
     from diffill.model import bench
@@ -72,6 +75,7 @@ def _train_run(args: argparse.Namespace) -> int:
         save_every_s=args.save_every,
         prompt_len=args.prompt_len,
         init=args.init,
+        size=args.size,
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
@@ -281,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
     bm = bench.add_parser("model", help="ours vs transformers: one denoise step, prefill, one full canvas")
-    bm.add_argument("--preset", default="embedded", choices=["embedded", "tiny"])
+    bm.add_argument("--preset", default="embedded", choices=MODEL_SIZES)
     bm.add_argument("--prompt", type=int, default=512, help="prompt tokens (cached)")
     bm.add_argument("--canvas", type=int, default=32, help="canvas length")
     bm.add_argument("--steps", type=int, default=8, help="denoising steps for the full-canvas timing")
@@ -360,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--diffusion-weight", type=float, default=1.0, help="weight of the canvas loss beside the AR loss")
     tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
     tr.add_argument("--init", default="", help="start from a model folder (e.g. model/weights) if no checkpoint")
+    tr.add_argument(
+        "--size",
+        default="embedded",
+        choices=MODEL_SIZES,
+        help="shape of a fresh model (moe16: twice the experts, same compute per token; for a GPU run)",
+    )
     tr.set_defaults(func=_train_run)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")

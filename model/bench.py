@@ -15,45 +15,7 @@ from pathlib import Path
 
 import torch
 
-PRESETS = {
-    # The shape of the embedded default model (see model/weights): what runs on every laptop.
-    "embedded": dict(
-        vocab_size=4096,
-        hidden_size=256,
-        intermediate_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=64,
-        global_head_dim=128,
-        num_global_key_value_heads=1,
-        num_experts=8,
-        top_k_experts=2,
-        moe_intermediate_size=128,
-        sliding_window=256,
-    ),
-    "tiny": dict(
-        vocab_size=1024,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        global_head_dim=32,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=32,
-        sliding_window=8,
-    ),
-}
-
-
-def _layer_types(n: int) -> list[str]:
-    types = ["sliding_attention" if (i + 1) % 3 else "full_attention" for i in range(n)]
-    types[-1] = "full_attention"
-    return types
+from . import presets
 
 
 def hf_config(canvas_length: int, **text_kwargs):
@@ -94,10 +56,8 @@ def run(
 
     if threads:
         torch.set_num_threads(threads)
-    spec = dict(PRESETS[preset])
-    config = hf_config(
-        canvas, **spec, layer_types=_layer_types(spec["num_hidden_layers"]), max_position_embeddings=8192
-    )
+    spec = presets.preset(preset)
+    config = hf_config(canvas, **{**spec, "max_position_embeddings": 8192})
     torch.manual_seed(0)
     hf = DiffusionGemmaForBlockDiffusion(config).eval()
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,29 +35,11 @@ from .fim import build_canvas, build_prompt, sample_span
 from .loader import load_model, save_model
 from .memory import DATA_SECTION as MEMORY_SECTION
 from .memory import FILE_NAME as MEMORY_FILE
+from .presets import preset
 from .tokenizer import BOS, PAD, CodeTokenizer
 
 INIT_TRAINING = "init_training.json"  # a run's copy of the training.json of the weights it started from
 MAX_WINDOW_MISSES = 2000  # draws of files too short for a pre-training window before `ar_batches` gives up
-
-EMBEDDED_CONFIG = dict(
-    vocab_size=4096,  # set from the tokenizer; 4096 measured 3.30 bytes/token against 3.56 at 8192, half the head
-    hidden_size=256,
-    intermediate_size=256,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=64,
-    global_head_dim=128,
-    num_global_key_value_heads=1,
-    num_experts=8,
-    top_k_experts=2,
-    moe_intermediate_size=128,
-    sliding_window=256,
-    max_position_embeddings=4096,
-    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
-    canvas_length=32,
-)
 
 
 @dataclass
@@ -92,6 +74,7 @@ class TrainConfig:
     log_every: int = 20
     max_minutes: float = 0.0  # 0 = until total_steps
     init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
+    size: str = "embedded"  # the shape of a fresh model (model/presets.py); a checkpoint or --init keeps its own
     threads: int = 0
     seed: int = 0
     device: str = "cpu"
@@ -365,10 +348,15 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     heldout = Corpus(Path(cfg.corpus) / "heldout.jsonl")
     texts = corpus.texts
     tok = ensure_tokenizer(cfg, texts)
-    mc = dict(model_config or EMBEDDED_CONFIG)
+    mc = dict(model_config or preset(cfg.size))
     mc["vocab_size"] = tok.vocab_size
     mc["canvas_length"] = cfg.canvas
-    if cfg.init and not (Path(cfg.out) / "checkpoint" / "state.json").exists():
+    ckpt = out / "checkpoint"
+    resuming = (ckpt / "state.json").exists()
+    if resuming:
+        # The checkpoint's own shape wins, so a later phase (FIM after AR) need not repeat --size.
+        net = DiffusionGemma(DiffusionGemmaConfig.from_file(ckpt / "model" / "config.json")).to(cfg.device)
+    elif cfg.init:
         # Continue from shipped weights (bf16 on disk, trained in fp32); the model's own config wins.
         net = load_model(Path(cfg.init), device=cfg.device, dtype=torch.float32)
         for p in net.parameters():
@@ -390,8 +378,7 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         betas=(0.9, 0.95),
     )
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "history": [], "config": asdict(cfg)}
-    ckpt = out / "checkpoint"
-    if (ckpt / "state.json").exists():
+    if resuming:
         state = load_checkpoint(ckpt, net, opt)
         log(f"resumed at step {state['step']}")
         # The state records the settings in force now (the daemon reads e.g. context_prob from it) and keeps

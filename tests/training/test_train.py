@@ -253,3 +253,24 @@ def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp
     assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.6, 0.37, 6)
     record = json.loads((tmp_path / "out" / "weights" / "training.json").read_text())
     assert record["config"]["objective"] == "fim" and record["runs"][0]["config"]["objective"] == "ar"
+    shape = json.loads((tmp_path / "out" / "weights" / "config.json").read_text())["text_config"]
+    assert (shape["num_experts"], shape["top_k_experts"], shape["hidden_size"]) == (16, 2, 256)  # moe16
+
+
+def test_size_shapes_a_fresh_model_and_a_resumed_run_keeps_the_checkpoints_shape(tmp_path):
+    from diffill.lsp.cli import MODEL_SIZES
+    from diffill.model.presets import PRESETS, preset
+
+    assert set(MODEL_SIZES) == set(PRESETS)  # the command line offers exactly the shapes there are
+    with pytest.raises(ValueError, match="unknown model size"):
+        preset("huge")
+    make_corpus(tmp_path / "corpus")
+    train(small_run(tmp_path, "run", total_steps=2, size="tiny", vocab_size=300), log=lambda line: None)
+    saved = json.loads((tmp_path / "run" / "checkpoint" / "model" / "config.json").read_text())["text_config"]
+    assert (saved["hidden_size"], saved["num_experts"]) == (PRESETS["tiny"]["hidden_size"], 4)
+    # The FIM phase after pre-training names no size (or another): the checkpoint's shape is kept.
+    logs = []
+    state = train(small_run(tmp_path, "run", total_steps=4, size="moe16", vocab_size=300), log=logs.append)
+    assert state["step"] == 4 and any("resumed at step 2" in line for line in logs)
+    again = json.loads((tmp_path / "run" / "checkpoint" / "model" / "config.json").read_text())["text_config"]
+    assert again["num_experts"] == 4
