@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Train the embedded model on one GPU, unattended, in under 8 minutes, and leave the result under $OUT.
 # Two phases, as on CPU (../shared/reference/embedded_training.md): next-token pre-training on plain code windows,
-# then FIM examples with the canvas diffusion loss. The GPU machine reaches no network: carry the compressed
-# corpus (data/corpus/{train,heldout}.jsonl.gz and sources.json, made with `bash bench/pack_corpus.sh`; CORPUS=
-# data/corpus-lang for the corpus with other languages, packed with `bash bench/pack_corpus.sh data/corpus-lang`);
-# the shipped tokenizer (model/weights/tokenizer.json) is in the checkout. The exported card is the shipped one's;
-# the corpus memory (model/weights/memory.safetensors, same tokenizer) goes beside the weights when they ship.
-# The model is a fresh `moe16` (model/presets.py): the shipped shape with 16 experts instead of 8, the same two per
-# token, so it costs the daemon what the shipped model does while holding more than CPU training could fill.
-#   usage: OUT=/some/dir [CORPUS=data/corpus] [SIZE=moe16] bash bench/train_gpu.sh [minutes]
-# (DEVICE, BATCH and RUN default to cuda, 64 and runs/gpu: tests/training runs the script on CPU at a tiny scale.)
+# then FIM examples with the canvas diffusion loss. The model is a fresh `moe16` (model/presets.py): the shipped
+# shape with 16 experts instead of 8, the same two per token, so it costs the daemon what the shipped model does
+# while holding more than CPU training could fill. The exported card is the shipped one's; the corpus memory
+# (model/weights/memory.safetensors, same tokenizer) goes beside the weights when they ship.
+#
+# On the lent GPU machine (its own python3 with torch, no network, 64 MiB carried in all, files back <= 16 MiB):
+#   here:   bash bench/device_prep.sh         # wheels the machine lacks -> .whl, a 13 MB corpus sample -> data/gpu
+#   there:  CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh   (carry .whl and data/gpu)
+#   back:   cat weights.tar.part-* | tar x -C runs/gpu-out   # then diffill eval --model runs/gpu-out/weights ...
+# Anywhere else:  OUT=/some/dir [CORPUS=data/corpus] [SIZE=moe16] bash bench/train_gpu.sh [minutes]
+# (DEVICE, BATCH, WORKERS and RUN default to cuda, 64, 8 and runs/gpu: tests/training runs the script on CPU at a
+# tiny scale.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-6.5}
@@ -19,15 +22,34 @@ RUN=${RUN:-runs/gpu}
 DEVICE=${DEVICE:-cuda}
 BATCH=${BATCH:-64}
 SIZE=${SIZE:-moe16}
+WORKERS=${WORKERS:-8} # batch-building processes: one core builds ~80k FIM tokens/s, too few to feed a GPU
+SPLIT_MB=${SPLIT_MB:-} # set: the weights come back as a tar in parts of this many MB (no folder)
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import diffill.model.train" 2>/dev/null; then
+    # diffill is not installed here (the GPU machine): the wheels carried in .whl, and the checkout's folders
+    # mapped to diffill.* as pyproject.toml's package-dir does.
+    site=$(mktemp -d)
+    if compgen -G ".whl/*.whl" >/dev/null; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
+    fi
+    mkdir -p "$site/diffill"
+    for part in lsp infill model kernels; do ln -s "$PWD/$part" "$site/diffill/$part"; done
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 mkdir -p "$RUN" "$OUT"
 cp -n model/weights/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
-AR_MINUTES=$(python -c "print(round($MINUTES * 0.4, 2))")
-FIM_MINUTES=$(python -c "print(round($MINUTES * 0.6, 2))")
-python -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --objective ar --batch "$BATCH" \
-    --size "$SIZE" \
-    --steps 6000 --minutes "$AR_MINUTES" --save-every 120 --lr 2e-3 2>&1 | tee "$OUT/train-ar.log"
-python -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --objective fim --batch "$BATCH" \
-    --steps 6000 --minutes "$FIM_MINUTES" --save-every 120 --lr 2e-3 --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
-python -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
+AR_MINUTES=$("$PY" -c "print(round($MINUTES * 0.4, 2))")
+FIM_MINUTES=$("$PY" -c "print(round($MINUTES * 0.6, 2))")
+train=("$PY" -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --batch "$BATCH"
+    --workers "$WORKERS" --steps 6000 --save-every 120 --lr 2e-3)
+"${train[@]}" --objective ar --size "$SIZE" --minutes "$AR_MINUTES" 2>&1 | tee "$OUT/train-ar.log"
+"${train[@]}" --objective fim --minutes "$FIM_MINUTES" --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
+"$PY" -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
     --draft-margin 0.6 --draft-candidates 6 --min-confidence 0.6 --span-min-confidence 0.37
-echo "weights in $OUT/weights"
+if [ -n "$SPLIT_MB" ]; then
+    tar -C "$OUT" -c weights | split -b "${SPLIT_MB}m" - "$OUT/weights.tar.part-"
+    rm -r "$OUT/weights"
+    echo "weights in $OUT/weights.tar.part-* (cat them | tar x)"
+else
+    echo "weights in $OUT/weights"
+fi

@@ -43,6 +43,15 @@ def _train_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_pack(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.model.corpus import pack
+
+    print(pack(Path(args.corpus), Path(args.out), args.megabytes))
+    return 0
+
+
 def _train_memory(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -76,6 +85,7 @@ def _train_run(args: argparse.Namespace) -> int:
         prompt_len=args.prompt_len,
         init=args.init,
         size=args.size,
+        workers=args.workers,
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
@@ -333,6 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--out", default="data/corpus")
     tc.add_argument("--languages", action="store_true", help="also fetch Go, Rust, Lua, TS, JS (apt, npm)")
     tc.set_defaults(func=_train_corpus)
+    tk = tsub.add_parser("pack", help="a compressed sample of the corpus that fits a size (for a GPU machine)")
+    tk.add_argument("--corpus", default="data/corpus-lang")
+    tk.add_argument("--out", default="data/gpu")
+    tk.add_argument("--megabytes", type=float, default=13.0, help="size of the compressed training split")
+    tk.set_defaults(func=_train_pack)
     tm = tsub.add_parser("memory", help="write a model folder's corpus memory (token n-grams of its training code)")
     tm.add_argument("--corpus", default="data/corpus")
     tm.add_argument("--model", default="model/weights", help="the model folder (its tokenizer.json)")
@@ -370,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=MODEL_SIZES,
         help="shape of a fresh model (moe16: twice the experts, same compute per token; for a GPU run)",
     )
+    tr.add_argument("--workers", type=int, default=0, help="processes building batches (a GPU run wants 8 or so)")
     tr.set_defaults(func=_train_run)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")

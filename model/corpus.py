@@ -282,14 +282,52 @@ def package_of(path: str) -> str:
 
 
 def iter_docs(path: Path):
-    """Documents of a .jsonl split; a .jsonl.gz beside it is read when the plain file is absent (the compressed
-    corpus is what travels to a GPU machine that cannot fetch packages)."""
+    """Documents of a .jsonl split; a .jsonl.xz or .jsonl.gz beside it is read when the plain file is absent (a
+    compressed corpus is what travels to a GPU machine that cannot fetch packages)."""
     import gzip
+    import lzma
 
     path = Path(path)
-    if not path.exists() and path.with_suffix(".jsonl.gz").exists():
-        path = path.with_suffix(".jsonl.gz")
-    opener = gzip.open if path.suffix == ".gz" else open
+    for packed in (".jsonl.xz", ".jsonl.gz"):
+        if not path.exists() and path.with_suffix(packed).exists():
+            path = path.with_suffix(packed)
+    opener = {".gz": gzip.open, ".xz": lzma.open}.get(path.suffix, open)
     with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
             yield json.loads(line)
+
+
+def pack(src: Path, dest: Path, megabytes: float, seed: int = 0) -> dict:
+    """A compressed sample of a corpus that fits `megabytes` (xz): what a GPU machine can be sent beside the
+    checkout (the device tool carries 64 MiB in all). Whole folders are kept, so that training examples still
+    find sibling files for their cross-file context; heldout gets a tenth of the budget."""
+    import lzma
+
+    dest.mkdir(parents=True, exist_ok=True)
+    report = {}
+    for split, budget in (("train", megabytes), ("heldout", megabytes / 10)):
+        folders: dict[str, list[str]] = {}
+        for doc in iter_docs(src / f"{split}.jsonl"):
+            folders.setdefault(str(Path(doc["path"]).parent), []).append(json.dumps(doc) + "\n")
+        order = sorted(folders)
+        random.Random(seed).shuffle(order)
+        sizes = {f: sum(len(line.encode()) for line in folders[f]) for f in order}
+        keep = budget * 1e6 * 4.0  # raw bytes; code compresses 5-8x with xz, so the first guess is too few
+        for _ in range(4):  # each round rescales by the ratio just measured
+            chosen, size = [], 0
+            for f in order:
+                if size + sizes[f] <= keep:
+                    chosen.append(f)
+                    size += sizes[f]
+            blob = lzma.compress("".join(line for f in chosen for line in folders[f]).encode(), preset=6)
+            if len(blob) <= budget * 1e6 and (len(blob) > 0.9 * budget * 1e6 or size == sum(sizes.values())):
+                break
+            keep *= 0.97 * budget * 1e6 / max(1, len(blob))
+        if len(blob) > budget * 1e6:
+            raise ValueError(f"could not fit {split} in {budget} MB")
+        (dest / f"{split}.jsonl.xz").write_bytes(blob)
+        docs = sum(len(folders[f]) for f in chosen)
+        report[split] = {"folders": len(chosen), "docs": docs, "raw_mb": round(size / 1e6, 1), "mb": len(blob) / 1e6}
+    if (src / "sources.json").exists():
+        shutil.copy(src / "sources.json", dest / "sources.json")
+    return report

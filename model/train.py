@@ -76,6 +76,9 @@ class TrainConfig:
     init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
     size: str = "embedded"  # the shape of a fresh model (model/presets.py); a checkpoint or --init keeps its own
     threads: int = 0
+    # Processes building batches beside the training loop: FIM examples cost ~5 ms each on one core (sibling files
+    # parsed for context), which starves a GPU; on 2 CPU cores the model needs both, so 0 (in-process) there.
+    workers: int = 0
     seed: int = 0
     device: str = "cpu"
 
@@ -190,6 +193,41 @@ def batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Ra
                 prompts.append(ex[0])
                 canvases.append(ex[1])
         yield torch.tensor(prompts), torch.tensor(canvases)
+
+
+class _BatchSource(torch.utils.data.IterableDataset):
+    """One endless stream of batches per worker process, each worker seeded apart (worker 0 as in-process)."""
+
+    def __init__(self, make_batches, corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, seed: int):
+        self.make_batches, self.corpus, self.tok, self.cfg, self.seed = make_batches, corpus, tok, cfg, seed
+
+    def __iter__(self) -> Iterator:
+        info = torch.utils.data.get_worker_info()
+        worker = info.id if info is not None else 0
+        return self.make_batches(self.corpus, self.tok, self.cfg, random.Random(self.seed + 1_000_003 * worker))
+
+
+def _quiet_worker(_: int) -> None:
+    """Workers leave Ctrl-C and SIGTERM to the training loop, which saves a checkpoint and shuts them down."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def batch_stream(make_batches, corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, seed: int) -> Iterator:
+    """`make_batches`' stream, built by `cfg.workers` processes when asked (torch's DataLoader: prefetching,
+    pinned memory for CUDA, workers ended with the stream)."""
+    source = _BatchSource(make_batches, corpus, tok, cfg, seed)
+    if cfg.workers <= 0:
+        return iter(source)
+    loader = torch.utils.data.DataLoader(
+        source,
+        batch_size=None,
+        num_workers=cfg.workers,
+        prefetch_factor=4,
+        pin_memory=cfg.device.startswith("cuda"),
+        worker_init_fn=_quiet_worker,
+    )
+    return iter(loader)
 
 
 def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
@@ -386,10 +424,9 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         if state.get("config") != asdict(cfg):
             state.setdefault("runs", []).append({"from_step": state["step"], "config": state.get("config")})
             state["config"] = asdict(cfg)
-    rng = random.Random(cfg.seed * 1000 + state["step"])
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + state["step"])
     make_batches = ar_batches if cfg.objective == "ar" else batches
-    data = make_batches(corpus, tok, cfg, rng)
+    data = batch_stream(make_batches, corpus, tok, cfg, cfg.seed * 1000 + state["step"])
     eval_data = make_batches(heldout, tok, cfg, random.Random(12345))
     eval_batches = [next(eval_data) for _ in range(4)]
     t_start = time.time()  # start of the span not yet added to state["seconds"]
@@ -405,8 +442,8 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
             log(f"stop requested (signal {stop.requested}): saving a checkpoint at step {state['step']}")
             break
         prompt, canvas = next(data)
-        prompt = prompt.to(cfg.device)
-        canvas = canvas.to(cfg.device) if canvas is not None else None
+        prompt = prompt.to(cfg.device, non_blocking=True)
+        canvas = canvas.to(cfg.device, non_blocking=True) if canvas is not None else None
         for group in opt.param_groups:
             group["lr"] = lr_at(state["step"], cfg)
         # On CUDA: bf16 autocast (on CPU it measured slower, so fp32 there).
@@ -442,6 +479,7 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
             save_checkpoint(ckpt, net, opt, state)
             last_save = time.time()
     stop.restore()
+    data = None  # ends the batch workers before the last evaluation
     state["seconds"] += time.time() - t_start
     state["history"].append({"step": state["step"], **evaluate_loss(net, eval_batches, cfg)})
     save_checkpoint(ckpt, net, opt, state)
