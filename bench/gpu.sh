@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # GPU benchmark: the int4 26B-A4B text stack with random weights built on the GPU (nothing downloaded or
 # installed). Reports step/canvas times against the copy-bandwidth roofline, AR decoding and transformers' bf16
-# step, and writes them to a JSON file. Needs the venv with torch (CUDA), triton and transformers.
+# step, and writes them to a JSON file. Needs torch (CUDA) and triton; transformers for the reference step. On the
+# lent GPU machine (diffill not installed there) bench/device_env.sh runs it from the checkout.
 # Usage: bench/gpu.sh [OUT.json] [extra `diffill bench gpu` options, e.g. --ref-layers 6]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -f .venv/bin/activate ]; then . .venv/bin/activate; fi
+. bench/device_env.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 out="${1:-bench/results/gpu-$(date +%Y%m%d-%H%M%S).json}"
 shift || true
 # The issue's budget is 8 minutes on one H200; stop at 7.5 so that a hang cannot eat a whole device slot.
-exec timeout 450 python -m diffill.lsp.cli bench gpu --out "$out" "$@"
+exec timeout 450 "$PY" -m diffill.lsp.cli bench gpu --out "$out" "$@"

@@ -24,18 +24,7 @@ BATCH=${BATCH:-64}
 SIZE=${SIZE:-moe16}
 WORKERS=${WORKERS:-8} # batch-building processes: one core builds ~80k FIM tokens/s, too few to feed a GPU
 SPLIT_MB=${SPLIT_MB:-} # set: the weights come back as a tar in parts of this many MB (no folder)
-PY=${PYTHON:-python3}
-if ! "$PY" -c "import diffill.model.train" 2>/dev/null; then
-    # diffill is not installed here (the GPU machine): the wheels carried in .whl, and the checkout's folders
-    # mapped to diffill.* as pyproject.toml's package-dir does.
-    site=$(mktemp -d)
-    if compgen -G ".whl/*.whl" >/dev/null; then
-        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
-    fi
-    mkdir -p "$site/diffill"
-    for part in lsp infill model kernels; do ln -s "$PWD/$part" "$site/diffill/$part"; done
-    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+. bench/device_env.sh
 mkdir -p "$RUN" "$OUT"
 cp -n model/weights/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
 AR_MINUTES=$("$PY" -c "print(round($MINUTES * 0.4, 2))")
