@@ -208,9 +208,9 @@ class _BatchSource(torch.utils.data.IterableDataset):
 
 
 def _quiet_worker(_: int) -> None:
-    """Workers leave Ctrl-C and SIGTERM to the training loop, which saves a checkpoint and shuts them down."""
+    """Ctrl-C (sent to the whole process group) is left to the training loop, which saves a checkpoint and shuts
+    the workers down. SIGTERM keeps its default: Python's exit terminates daemonic workers with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def batch_stream(make_batches, corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, seed: int) -> Iterator:

@@ -142,9 +142,11 @@ def test_training_can_start_from_exported_weights(tmp_path):
     assert "Training: 3 steps" in (card := (tmp_path / "w2" / "DATA.md").read_text()) and "on top of 20 steps" in card
 
 
-def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
-    """SIGTERM (or Ctrl-C) during `diffill train run`: the current step ends, a checkpoint is written, and the next
-    run resumes from it."""
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_signal_stops_training_with_a_checkpoint(tmp_path, workers):
+    """SIGTERM to the trainer, or Ctrl-C (SIGINT to the whole process group, batch workers too) during `diffill
+    train run`: the current step ends, a checkpoint is written, the workers end with it and the run exits."""
+    import os
     import signal
     import subprocess
     import sys
@@ -157,12 +159,18 @@ def test_a_signal_stops_training_with_a_checkpoint(tmp_path):
         "from test_train import SMALL, small_run\n"
         "from diffill.model.train import train\n"
         "from pathlib import Path\n"
-        f"train(small_run(Path({tmp!r}), 'run', total_steps=1_000_000), SMALL, log=lambda l: print(l, flush=True))\n"
+        f"cfg = small_run(Path({tmp!r}), 'run', total_steps=1_000_000, workers={workers})\n"
+        "train(cfg, SMALL, log=lambda l: print(l, flush=True))\n"
     )
-    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     time.sleep(8)
-    proc.send_signal(signal.SIGTERM)
+    if workers:
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    else:
+        proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
     assert "stop requested" in out
@@ -306,5 +314,20 @@ def test_worker_processes_build_the_batches(tmp_path):
     in_process = next(batch_stream(batches, corpus, tok, small_run(tmp_path, "run", vocab_size=300), seed=7))
     assert torch.equal(in_process[0], first[0])  # worker 0 draws what the in-process stream draws
     del stream
+    # A stream left open when Python exits must not hold the exit up (its workers are ended with SIGTERM).
+    script = (
+        "from pathlib import Path\n"
+        "from diffill.model.train import Corpus, TrainConfig, batch_stream, batches, ensure_tokenizer\n"
+        f"cfg = TrainConfig(corpus={cfg.corpus!r}, out={cfg.out!r}, prompt_len=48, max_suffix=8, canvas=8, batch=2,"
+        " workers=2)\n"
+        "corpus = Corpus(Path(cfg.corpus) / 'train.jsonl')\n"
+        "stream = batch_stream(batches, corpus, ensure_tokenizer(cfg, corpus.texts), cfg, seed=1)\n"
+        "next(stream)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
     state = train(cfg, SMALL, log=lambda line: None)
     assert state["step"] == 4 and all(torch.isfinite(torch.tensor(h["heldout_ar"])) for h in state["history"])
