@@ -313,18 +313,23 @@ def pack(src: Path, dest: Path, megabytes: float, seed: int = 0) -> dict:
         random.Random(seed).shuffle(order)
         sizes = {f: sum(len(line.encode()) for line in folders[f]) for f in order}
         keep = budget * 1e6 * 4.0  # raw bytes; code compresses 5-8x with xz, so the first guess is too few
-        for _ in range(4):  # each round rescales by the ratio just measured
+        best: tuple[bytes, list[str], int] | None = None  # the largest sample that fits so far
+        for _ in range(6):  # each round rescales by the ratio just measured
             chosen, size = [], 0
             for f in order:
                 if size + sizes[f] <= keep:
                     chosen.append(f)
                     size += sizes[f]
             blob = lzma.compress("".join(line for f in chosen for line in folders[f]).encode(), preset=6)
-            if len(blob) <= budget * 1e6 and (len(blob) > 0.9 * budget * 1e6 or size == sum(sizes.values())):
-                break
+            if len(blob) <= budget * 1e6:
+                if best is None or len(blob) > len(best[0]):
+                    best = (blob, chosen, size)
+                if len(blob) > 0.9 * budget * 1e6 or size == sum(sizes.values()):
+                    break
             keep *= 0.97 * budget * 1e6 / max(1, len(blob))
-        if len(blob) > budget * 1e6:
+        if best is None:
             raise ValueError(f"could not fit {split} in {budget} MB")
+        blob, chosen, size = best
         (dest / f"{split}.jsonl.xz").write_bytes(blob)
         docs = sum(len(folders[f]) for f in chosen)
         report[split] = {"folders": len(chosen), "docs": docs, "raw_mb": round(size / 1e6, 1), "mb": len(blob) / 1e6}

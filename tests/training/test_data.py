@@ -162,6 +162,32 @@ def test_compressed_corpus_is_read_when_plain_is_absent(tmp_path):
     assert [d["text"] for d in corpus.iter_docs(tmp_path / "train.jsonl")] == ["x = 1\n"]
 
 
+def test_pack_fits_the_budget_with_whole_folders(tmp_path):
+    """`diffill train pack`: an xz sample no larger than asked (the GPU machine's carry limit), made of whole
+    folders (a file's siblings come with it, for the cross-file context of its examples)."""
+    import json
+
+    rng = random.Random(0)
+    src = tmp_path / "src"
+    src.mkdir()
+    for split in ("train", "heldout"):
+        rows = []
+        for d in range(20):
+            for f in range(2):  # letters drawn at random: about 5 bits a byte whatever the compressor
+                text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz \n") for _ in range(20_000))
+                rows.append(json.dumps({"path": f"pkg{d}/m{f}.py", "text": text}) + "\n")
+        (src / f"{split}.jsonl").write_text("".join(rows))
+    (src / "sources.json").write_text("{}")
+    report = corpus.pack(src, tmp_path / "out", megabytes=0.2)
+    assert (tmp_path / "out" / "train.jsonl.xz").stat().st_size <= 0.2e6
+    assert (tmp_path / "out" / "heldout.jsonl.xz").stat().st_size <= 0.02e6
+    assert (tmp_path / "out" / "sources.json").exists()
+    paths = [d["path"] for d in corpus.iter_docs(tmp_path / "out" / "train.jsonl")]
+    folders = {p.split("/")[0] for p in paths}
+    assert 0 < len(folders) < 20 and len(paths) == 2 * len(folders) == report["train"]["docs"]
+    assert report["train"]["mb"] > 0.8 * 0.2  # the budget is used, not a token sample
+
+
 def test_batches_mix_the_short_line_canvas_with_the_full_one(tmp_path):
     import json
 
