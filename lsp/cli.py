@@ -253,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--canvas", type=int, default=0, help="canvas length (0 = the model's)")
     ev.add_argument("--model", default="")
     ev.add_argument("--line-canvas", type=int, default=0, help="canvas for rest-of-line spans (0 = --canvas)")
-    ev.add_argument("--prompt-tokens", type=int, default=384)
+    ev.add_argument("--prompt-tokens", type=int, default=256, help="prompt budget (the daemon's maxPromptTokens)")
     ev.add_argument(
         "--draft",
         default="model",

@@ -136,7 +136,7 @@ def run(
     model: str = "",
     out: Callable[[str], None] = print,
     line_canvas: int = 0,
-    prompt_tokens: int = 384,
+    prompt_tokens: int = 256,
     draft: str = "model",
     min_confidence: float = -1.0,
     dtype: str = "auto",
