@@ -227,11 +227,12 @@ def test_ar_loss_runs_through_the_middle_and_leaves_the_cache_at_the_prompt():
     assert int(keep.sum()) == 6 + 3  # 5..10 from the prompt, then 11, 12 and EOS
 
 
-def test_pretraining_on_files_too_short_for_a_window_fails_clearly(tmp_path):
+@pytest.mark.parametrize("workers", [0, 1])
+def test_pretraining_on_files_too_short_for_a_window_fails_clearly(tmp_path, workers):
     """`--objective ar` wants windows of prompt_len + 1 tokens: a corpus with no file that long is an error, not a
-    loop that never ends."""
+    loop that never ends (nor a hang on batch workers left running)."""
     make_corpus(tmp_path / "corpus")
-    cfg = small_run(tmp_path, "run", objective="ar", prompt_len=4096, total_steps=2)
+    cfg = small_run(tmp_path, "run", objective="ar", prompt_len=4096, total_steps=2, workers=workers)
     with pytest.raises(ValueError, match="no window of 4097 tokens"):
         train(cfg, SMALL, log=lambda line: None)
 
