@@ -9,7 +9,8 @@
 # On the lent GPU machine (its own python3 with torch, no network, 64 MiB carried in all, files back <= 16 MiB):
 #   here:   bash bench/device_prep.sh         # wheels the machine lacks -> .whl, a 13 MB corpus sample -> data/gpu
 #   there:  CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh   (carry .whl and data/gpu)
-#   back:   cat weights.tar.part-* | tar x -C runs/gpu-out   # then diffill eval --model runs/gpu-out/weights ...
+#   back:   mkdir -p runs/gpu-out; cat weights.tar.part-* | tar x -C runs/gpu-out
+#           diffill eval --model runs/gpu-out/weights ...   # against the shipped model, before shipping it
 # Anywhere else:  OUT=/some/dir [CORPUS=data/corpus] [SIZE=moe16] bash bench/train_gpu.sh [minutes]
 # (DEVICE, BATCH, WORKERS and RUN default to cuda, 64, 8 and runs/gpu: tests/training runs the script on CPU at a
 # tiny scale.)
