@@ -10,6 +10,7 @@
 #   here:   bash bench/device_prep.sh         # wheels the machine lacks -> .whl, a 13 MB corpus sample -> data/gpu
 #   there:  CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh   (carry .whl and data/gpu)
 #   back:   mkdir -p runs/gpu-out; cat weights.tar.part-* | tar x -C runs/gpu-out
+#           cp model/weights/memory.safetensors runs/gpu-out/weights/   # same tokenizer: the shipped corpus memory
 #           diffill eval --model runs/gpu-out/weights ...   # against the shipped model, before shipping it
 # Anywhere else:  OUT=/some/dir [CORPUS=data/corpus] [SIZE=moe16] bash bench/train_gpu.sh [minutes]
 # (DEVICE, BATCH, WORKERS and RUN default to cuda, 64, 8 and runs/gpu: tests/training runs the script on CPU at a
