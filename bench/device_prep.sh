@@ -4,7 +4,7 @@
 #   usage: bash bench/device_prep.sh [corpus folder, default data/corpus-lang]   (MB=13: the corpus sample's size)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+. bench/device_env.sh
 CORPUS=${1:-data/corpus-lang}
 # The packages of ours the machine lacks (tree-sitter and its grammars for the context blocks of FIM examples,
 # the workspace index's pathspec and watchdog), at the versions installed here.

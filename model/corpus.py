@@ -312,6 +312,7 @@ def pack(src: Path, dest: Path, megabytes: float, seed: int = 0) -> dict:
         order = sorted(folders)
         random.Random(seed).shuffle(order)
         sizes = {f: sum(len(line.encode()) for line in folders[f]) for f in order}
+        total = sum(sizes.values())
         keep = budget * 1e6 * 4.0  # raw bytes; code compresses 5-8x with xz, so the first guess is too few
         best: tuple[bytes, list[str], int] | None = None  # the largest sample that fits so far
         for _ in range(6):  # each round rescales by the ratio just measured
@@ -324,7 +325,7 @@ def pack(src: Path, dest: Path, megabytes: float, seed: int = 0) -> dict:
             if len(blob) <= budget * 1e6:
                 if best is None or len(blob) > len(best[0]):
                     best = (blob, chosen, size)
-                if len(blob) > 0.9 * budget * 1e6 or size == sum(sizes.values()):
+                if len(blob) > 0.9 * budget * 1e6 or size == total:
                     break
             keep *= 0.97 * budget * 1e6 / max(1, len(blob))
         if best is None:

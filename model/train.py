@@ -386,9 +386,6 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     heldout = Corpus(Path(cfg.corpus) / "heldout.jsonl")
     texts = corpus.texts
     tok = ensure_tokenizer(cfg, texts)
-    mc = dict(model_config or preset(cfg.size))
-    mc["vocab_size"] = tok.vocab_size
-    mc["canvas_length"] = cfg.canvas
     ckpt = out / "checkpoint"
     resuming = (ckpt / "state.json").exists()
     if resuming:
@@ -405,7 +402,8 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
             out.mkdir(parents=True, exist_ok=True)
             (out / INIT_TRAINING).write_bytes(earlier.read_bytes())
     else:
-        net = DiffusionGemma(DiffusionGemmaConfig(**mc)).to(cfg.device)
+        shape = {**(model_config or preset(cfg.size)), "vocab_size": tok.vocab_size, "canvas_length": cfg.canvas}
+        net = DiffusionGemma(DiffusionGemmaConfig(**shape)).to(cfg.device)
         init_weights(net, cfg.seed)
     net.train()
     decay = [p for n, p in net.named_parameters() if p.ndim >= 2]
@@ -424,9 +422,10 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         if state.get("config") != asdict(cfg):
             state.setdefault("runs", []).append({"from_step": state["step"], "config": state.get("config")})
             state["config"] = asdict(cfg)
-    gen = torch.Generator().manual_seed(cfg.seed * 1000 + state["step"])
+    seed = cfg.seed * 1000 + state["step"]  # a resumed run draws other examples and noise than its first part
+    gen = torch.Generator().manual_seed(seed)
     make_batches = ar_batches if cfg.objective == "ar" else batches
-    data = batch_stream(make_batches, corpus, tok, cfg, cfg.seed * 1000 + state["step"])
+    data = batch_stream(make_batches, corpus, tok, cfg, seed)
     eval_data = make_batches(heldout, tok, cfg, random.Random(12345))
     eval_batches = [next(eval_data) for _ in range(4)]
     t_start = time.time()  # start of the span not yet added to state["seconds"]
