@@ -10,7 +10,10 @@ import torch
 
 @functools.cache
 def triton_available() -> bool:
-    """True when triton imports (it may be absent, or present but broken on this platform)."""
+    """True when triton imports (it may be absent, or present but broken on this platform) and the user has not
+    turned the kernels off with DIFFILL_NO_TRITON=1 (the torch reference paths then run on the GPU too)."""
+    if os.environ.get("DIFFILL_NO_TRITON", "") == "1":
+        return False
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401

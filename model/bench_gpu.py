@@ -249,6 +249,7 @@ def run(
     log(f"copy bandwidth: {bw / 1e9:.1f} GB/s")
 
     res.update(_measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens, reps, bw, log, t_start))
+    _write(out_path, res)  # kept if the reference step below runs out of time
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the int4 model is gone: room for the bf16 reference
     # (c) transformers, bf16
@@ -258,18 +259,28 @@ def run(
     except Exception as exc:  # missing transformers (dev extra), or out of memory
         res["transformers"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     res["wall_s"] = time.perf_counter() - t_start
+    _write(out_path, res)
+    for line in summary(res):
+        log(line)
+    log(f"results written to {out_path}")
+    return res
+
+
+def _write(out_path: str | Path, res: dict[str, Any]) -> None:
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
-    for line in summary(res):
-        log(line)
-    log(f"results written to {out}")
-    return res
 
 
 def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens, reps, bw, log, t_start) -> dict:
     """Step, canvas, roofline and AR figures of our int4 stack (its memory is freed on return)."""
     res: dict[str, Any] = {}
+
+    def put(key: str, value: Any) -> None:
+        """Records a figure and logs it at once: a run stopped by its time limit still shows what it measured."""
+        res[key] = value
+        log(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
+
     torch.manual_seed(0)
     net = random_quantized_model(config, spec, device, dtype)
     res["weight_GB"] = weight_footprint(config, spec).total_bytes / 1e9
@@ -281,33 +292,33 @@ def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens,
     x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
     with torch.inference_mode():
         cache = net.new_cache()
-        res["prefill_ms"] = timed(lambda: net.encode(ids, net.new_cache()), max(1, reps // 3), device)
+        put("prefill_ms", timed(lambda: net.encode(ids, net.new_cache()), max(1, reps // 3), device))
         net.encode(ids, cache)
         positions = torch.arange(prompt, prompt + canvas, device=device)[None]
         den = Denoiser(net, cache, positions)
         _, prev = den.step(x0, None, 0.8, 0)
-        res["step_ms_probs_then_matmul"] = timed(lambda: den.step(x0, prev, 0.7, 1), reps, device)
+        put("step_ms_probs_then_matmul", timed(lambda: den.step(x0, prev, 0.7, 1), reps, device))
         den.fused_soft = True
-        res["step_ms_fused_soft_embedding"] = timed(lambda: den.step(x0, prev, 0.7, 1), reps, device)
+        put("step_ms_fused_soft_embedding", timed(lambda: den.step(x0, prev, 0.7, 1), reps, device))
         den.fused_soft = res["step_ms_fused_soft_embedding"] < res["step_ms_probs_then_matmul"]
-        res["soft_embedding"] = "fused kernel" if den.fused_soft else "probs kernel + matmul"
-        res["step_ms"] = min(res["step_ms_fused_soft_embedding"], res["step_ms_probs_then_matmul"])
-        res["decoder_pass_ms"] = timed(
-            lambda: net.head(net._run(net.self_conditioning(net.embed(x0), None), positions, cache, False)),
-            reps,
-            device,
-        )
+        put("soft_embedding", "fused kernel" if den.fused_soft else "probs kernel + matmul")
+        put("step_ms", min(res["step_ms_fused_soft_embedding"], res["step_ms_probs_then_matmul"]))
+
+        def decoder_pass():
+            return net.head(net._run(net.self_conditioning(net.embed(x0), None), positions, cache, False))
+
+        put("decoder_pass_ms", timed(decoder_pass, reps, device))
         commit = timed(lambda: net.encode(x0, _fork(cache)), max(1, reps // 3), device)
-        res["commit_ms"] = commit
+        put("commit_ms", commit)
         for n in steps:
             ms = timed(lambda n=n: den.canvas(x0, n), 1 if n > 16 or device.type == "cpu" else 2, device)
-            res[f"canvas_ms_{n}_steps"] = ms + commit
-            res[f"tokens_per_s_{n}_steps"] = canvas / ((ms + commit) / 1e3)
+            put(f"canvas_ms_{n}_steps", ms + commit)
+            put(f"tokens_per_s_{n}_steps", canvas / ((ms + commit) / 1e3))
         # (a) roofline
         need = step_bytes(config, spec, canvas, prompt)
-        res["step_bytes"] = need
-        res["roofline_step_ms"] = need["total"] / bw * 1e3
-        res["step_fraction_of_roofline"] = res["roofline_step_ms"] / res["step_ms"]
+        put("step_bytes", need)
+        put("roofline_step_ms", need["total"] / bw * 1e3)
+        put("step_fraction_of_roofline", res["roofline_step_ms"] / res["step_ms"])
         # (b) autoregressive decoding, batch 1, one token per forward
         ar_cache = _fork(cache)
         tok = ids[:, -1:]
@@ -319,10 +330,10 @@ def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens,
             return t
 
         ms = timed(ar_tokens_fn, 1, device)
-        res["ar_ms_per_token"] = ms / ar_tokens
-        res["ar_tokens_per_s"] = 1e3 / res["ar_ms_per_token"]
+        put("ar_ms_per_token", ms / ar_tokens)
+        put("ar_tokens_per_s", 1e3 / res["ar_ms_per_token"])
         for n in steps:
-            res[f"speedup_vs_ar_{n}_steps"] = res[f"tokens_per_s_{n}_steps"] / res["ar_tokens_per_s"]
+            put(f"speedup_vs_ar_{n}_steps", res[f"tokens_per_s_{n}_steps"] / res["ar_tokens_per_s"])
     return res
 
 
