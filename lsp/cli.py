@@ -31,7 +31,7 @@ def _bench_model(args: argparse.Namespace) -> int:
 def _bench_gpu(args: argparse.Namespace) -> int:
     from diffill.model import bench_gpu
 
-    return bench_gpu.main(args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps)
+    return bench_gpu.main(args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps, profile=args.profile)
 
 
 def _train_corpus(args: argparse.Namespace) -> int:
@@ -75,6 +75,7 @@ def _train_run(args: argparse.Namespace) -> int:
         batch=args.batch,
         total_steps=args.steps,
         max_minutes=args.minutes,
+        anneal_by_time=args.anneal_by_time,
         threads=args.threads,
         device=args.device,
         lr=args.lr,
@@ -308,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
     bg.add_argument("--ref-layers", type=int, default=30, help="layers of transformers' bf16 reference step")
     bg.add_argument("--reps", type=int, default=10)
+    bg.add_argument(
+        "--profile", metavar="TXT", help="instead: torch profiler tables of one denoise step and one AR token -> TXT"
+    )
     bg.set_defaults(func=_bench_gpu)
     bl = bench.add_parser("lsp", help="drive `diffill serve` like an editor: keystroke-to-answer latency")
     bl.add_argument("--root", required=True, help="folder of real source files (not in the training data)")
@@ -365,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--batch", type=int, default=8)
     tr.add_argument("--steps", type=int, default=20_000, help="total steps of the schedule")
     tr.add_argument("--minutes", type=float, default=0.0, help="stop (and save) after this long; 0 = no limit")
+    tr.add_argument(
+        "--anneal-by-time",
+        action="store_true",
+        help="decay the learning rate to its floor by the end of --minutes (a run that time cuts short ends annealed)",
+    )
     tr.add_argument("--threads", type=int, default=0)
     tr.add_argument("--device", default="cpu")
     tr.add_argument("--lr", type=float, default=2e-3)

@@ -370,8 +370,58 @@ def summary(res: dict[str, Any]) -> list[str]:
     return lines
 
 
-def main(dry_run: bool, out: str, ref_layers: int = 30, reps: int = 10) -> int:
+def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 256, prompt: int = 512) -> str:
+    """Where a step's time goes: torch profiler tables (by device time and by host time, kernel launches counted)
+    of one denoise step and one AR token of the same int4 stack, written to `out_path` and returned."""
+    from torch.profiler import ProfilerActivity, profile
+
+    if dry_run:
+        device, config, dtype = torch.device("cpu"), DiffusionGemmaConfig(**TINY, canvas_length=canvas), torch.float32
+    else:
+        device, config, dtype = torch.device("cuda"), DiffusionGemmaConfig(canvas_length=canvas), torch.bfloat16
+    torch.manual_seed(0)
+    net = random_quantized_model(config, QuantSpec.of("int4"), device, dtype)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
+    x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
+    parts = []
+    with torch.inference_mode():
+        cache = net.new_cache()
+        net.encode(ids, cache)
+        den = Denoiser(net, cache, torch.arange(prompt, prompt + canvas, device=device)[None], fused_soft=True)
+        _, prev = den.step(x0, None, 0.8, 0)
+        ar_cache = _fork(cache)
+        tok = ids[:, -1:]
+        for name, fn in (
+            ("denoise step", lambda: den.step(x0, prev, 0.7, 1)),
+            ("AR token", lambda: net.head(net.encode(tok, ar_cache)[:, -1:]).argmax(-1)),
+        ):
+            fn()  # compiled and warm
+            _sync(device)
+            with profile(activities=activities) as prof:
+                fn()
+                _sync(device)
+            events = prof.key_averages()
+            launches = sum(
+                e.count for e in events if e.key in ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx")
+            )
+            parts.append(f"== {name}: {launches} kernel launches\n")
+            parts.append(events.table(sort_by=sort, row_limit=30, max_name_column_width=70))
+            parts.append(events.table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=70))
+    text = "\n".join(parts)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
+def main(dry_run: bool, out: str, ref_layers: int = 30, reps: int = 10, profile: str | None = None) -> int:
     """Entry point of `diffill bench gpu` (and bench/gpu.sh)."""
+    if profile:
+        print(profile_tables(profile, dry_run, **({"canvas": 32, "prompt": 16} if dry_run else {})))
+        return 0
     sizes = DRY_RUN_SIZES if dry_run else {}
     run(out, dry_run=dry_run, ref_layers=ref_layers, reps=reps, **sizes)
     return 0

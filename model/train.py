@@ -73,6 +73,7 @@ class TrainConfig:
     save_every_s: float = 600.0
     log_every: int = 20
     max_minutes: float = 0.0  # 0 = until total_steps
+    anneal_by_time: bool = False  # the cosine ends with max_minutes when that comes first (see lr_at)
     init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
     size: str = "embedded"  # the shape of a fresh model (model/presets.py); a checkpoint or --init keeps its own
     threads: int = 0
@@ -348,16 +349,21 @@ def load_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer) 
         if f"{name}::exp_avg" in moments:
             opt.state[p] = {
                 "step": torch.tensor(float(state["step"])),
-                "exp_avg": moments[f"{name}::exp_avg"],
-                "exp_avg_sq": moments[f"{name}::exp_avg_sq"],
+                "exp_avg": moments[f"{name}::exp_avg"].to(p.device),  # safetensors loads onto the CPU
+                "exp_avg_sq": moments[f"{name}::exp_avg_sq"].to(p.device),
             }
     return state
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
+def lr_at(step: int, cfg: TrainConfig, time_fraction: float = 0.0) -> float:
+    """Linear warm-up, then cosine decay to min_lr_frac over total_steps, or over this run's minutes when
+    `anneal_by_time` (time_fraction = share of --minutes spent) brings the end sooner: a run cut by time ends
+    annealed instead of at its peak rate. A resumed run with `anneal_by_time` starts its own decay at the peak."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = min(1.0, (step - cfg.warmup) / max(1, cfg.total_steps - cfg.warmup))
+    if cfg.anneal_by_time and cfg.max_minutes:
+        progress = max(progress, min(1.0, time_fraction))
     return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -444,7 +450,7 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         prompt = prompt.to(cfg.device, non_blocking=True)
         canvas = canvas.to(cfg.device, non_blocking=True) if canvas is not None else None
         for group in opt.param_groups:
-            group["lr"] = lr_at(state["step"], cfg)
+            group["lr"] = lr_at(state["step"], cfg, (time.time() - run_start) / (60 * cfg.max_minutes or 1))
         # On CUDA: bf16 autocast (on CPU it measured slower, so fp32 there).
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device.startswith("cuda")):
             ar, diff = losses(net, prompt, canvas, cfg, gen)
@@ -464,7 +470,7 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
                 "step": state["step"],
                 "ar": ar_sum / n_sum,
                 "diffusion": diff_sum / n_sum,
-                "lr": lr_at(state["step"], cfg),
+                "lr": opt.param_groups[0]["lr"],
                 "tok_s": state["tokens"] / max(1e-9, state["seconds"] + elapsed),
             }
             ar_sum = diff_sum = 0.0

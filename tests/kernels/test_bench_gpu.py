@@ -24,3 +24,11 @@ def test_step_bytes_of_the_real_model():
     need = step_bytes(DiffusionGemmaConfig(), QuantSpec.of("int4"), canvas=256, prompt=512)
     assert 14e9 < need["weights"] < 16e9  # ~12.8 GB of int4 layers (all experts touched) + the embedding twice
     assert need["logits"] == 256 * 262_144 * 4 * 3
+
+
+def test_profile_dry_run_tables_both_passes(tmp_path):
+    out = tmp_path / "profile.txt"
+    assert main(["bench", "gpu", "--dry-run", "--profile", str(out)]) == 0
+    text = out.read_text()
+    assert "== denoise step" in text and "== AR token" in text
+    assert text.count("aten::linear") >= 2  # the layers' matmuls show in both tables

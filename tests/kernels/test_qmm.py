@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from kernel_support import device, requires_kernels
+from kernel_support import assert_matches, device, requires_kernels
 
 from diffill.kernels.moe import QuantizedExperts, align_slots, fused_moe_reference, fused_moe_triton
 from diffill.kernels.qlinear import qlinear_reference, qlinear_triton
@@ -22,7 +22,7 @@ def test_qlinear_matches_reference(scheme, group):
     got = qlinear_triton(x.to(dev), q.to(dev), s.to(dev), scheme).cpu()
     want = qlinear_reference(x, q, s, scheme)
     assert got.shape == want.shape == (5, 3, 48)
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    assert_matches(got, want)
 
 
 def test_align_slots_covers_every_slot_once():
@@ -60,4 +60,4 @@ def test_fused_moe_matches_reference(scheme, group, tokens):
     )
     got = fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved).cpu()
     want = fused_moe_reference(x, weights, index, w)
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    assert_matches(got, want)

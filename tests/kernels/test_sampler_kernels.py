@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from kernel_support import device, requires_kernels
+from kernel_support import assert_matches, device, requires_kernels
 
 from diffill.kernels.sampler import (
     sampler_step_reference,
@@ -68,7 +68,7 @@ def test_soft_embedding_matches_reference():
     stats = sampler_step_triton(logits.to(dev), 0.7, block_v=128)
     got = soft_embedding_triton(logits.to(dev), 0.7, weight.to(dev), scale, stats.lse).cpu()
     want = soft_embedding_reference(logits, 0.7, weight, scale)
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    assert_matches(got, want)
     probs = softmax_probs_triton(logits.to(dev), 0.7, stats.lse, torch.float32).cpu()
     torch.testing.assert_close(probs, (logits / 0.7).softmax(-1), atol=1e-6, rtol=1e-5)
 
@@ -86,6 +86,7 @@ def test_fused_sampler_path_in_the_denoiser(monkeypatch):
     from diffill.kernels import sampler as ksampler
 
     model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model.net.to(device())  # on a GPU the kernel runs for CUDA tensors only
     calls = []
     real = ksampler.sampler_step_triton
     monkeypatch.setattr(ksampler, "sampler_step_triton", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -114,9 +115,11 @@ def test_decoder_self_conditioning_takes_the_kernel_where_triton_runs(monkeypatc
     from diffill.kernels import _triton
     from diffill.kernels import sampler as ksampler
 
-    net = random_model(tiny_config(vocab_size=200, canvas_length=8)).net
-    logits = torch.randn(1, 8, 200) * 3
-    want = net.self_conditioning_input(logits)
+    net = random_model(tiny_config(vocab_size=200, canvas_length=8)).net.to(device())
+    logits = (torch.randn(1, 8, 200) * 3).to(device())
+    monkeypatch.setattr(_triton, "use_triton", lambda *t: False)
+    monkeypatch.setattr(ksampler, "use_triton", lambda *t: False)
+    want = net.self_conditioning_input(logits)  # the torch path, on a GPU too
     calls = []
     real = ksampler.softmax_probs_triton
     monkeypatch.setattr(_triton, "use_triton", lambda *t: True)
@@ -124,4 +127,4 @@ def test_decoder_self_conditioning_takes_the_kernel_where_triton_runs(monkeypatc
     monkeypatch.setattr(ksampler, "softmax_probs_triton", lambda *a, **k: calls.append(1) or real(*a, **k))
     got = net.self_conditioning_input(logits)
     assert calls and got.shape == want.shape
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    assert_matches(got, want)

@@ -332,3 +332,18 @@ def test_worker_processes_build_the_batches(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     state = train(cfg, SMALL, log=lambda line: None)
     assert state["step"] == 4 and all(torch.isfinite(torch.tensor(h["heldout_ar"])) for h in state["history"])
+
+
+def test_anneal_by_time_ends_a_time_cut_run_at_the_floor():
+    """With --anneal-by-time the cosine follows the run's minutes when they end before total_steps; without it (and
+    without --minutes) the schedule is the step-based one."""
+    from diffill.model.train import lr_at
+
+    steps = TrainConfig(lr=1e-3, warmup=10, total_steps=10_000, min_lr_frac=0.1)
+    timed = TrainConfig(lr=1e-3, warmup=10, total_steps=10_000, min_lr_frac=0.1, max_minutes=5, anneal_by_time=True)
+    assert lr_at(100, timed, 0.0) == pytest.approx(lr_at(100, steps))
+    assert lr_at(100, timed, 1.0) == pytest.approx(1e-4)
+    assert lr_at(100, steps, 1.0) == pytest.approx(lr_at(100, steps, 0.0))
+    assert lr_at(100, steps, 1.0) > 9e-4
+    assert lr_at(100, timed, 0.5) < lr_at(100, timed, 0.25) < lr_at(100, timed, 0.0)
+    assert lr_at(5, timed, 0.9) == pytest.approx(6e-4)  # warm-up first, whatever the clock says
