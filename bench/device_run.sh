@@ -4,9 +4,10 @@
 #   1. `diffill bench gpu` (#6) alone on the GPU; if the Triton kernels fail there, once more on the torch paths
 #      (DIFFILL_NO_TRITON=1) so that the run still measures something;
 #   2. bench/train_gpu.sh (#3) with the time left, while the kernel tests run on CUDA beside it (correctness only).
-# STAGES picks among bench, profile (`bench gpu --profile`: where a step's time goes) and train; default all but
-# profile. Everything lands in $OUT (at most 8 files come back): device.log, gpu.json [gpu-torch.json],
-# profile.txt, train-ar.log, train.log, weights.tar.part-*.
+# STAGES picks among bench, kernels (`bench gpu --kernels`: the int4 kernels alone, each tile-read variant), profile
+# (`bench gpu --profile`: where a step's time goes) and train; default "kernels bench profile train". Everything
+# lands in $OUT (at most 8 files come back): device.log, gpu.json [gpu-torch.json], kernels.txt, profile.txt,
+# train-ar.log, train.log, weights.tar.part-*.
 #
 # here:   bash bench/device_prep.sh                              # .whl and data/gpu
 #         mv model/weights/memory.safetensors /tmp/               # 36 MB the machine does not need (64 MiB travel)
@@ -17,13 +18,17 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT}
 BUDGET=${BUDGET:-540} # seconds for the whole script
 BENCH_S=${BENCH_S:-240}
-STAGES=${STAGES:-bench train}
+STAGES=${STAGES:-kernels bench profile train}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec > >(tee -a "$OUT/device.log") 2>&1
 . bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
 "$PY" -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__)"
 
+if [[ " $STAGES " == *" kernels "* ]]; then
+    echo "== bench gpu --kernels ($(date +%T))"
+    timeout 90 "$PY" -m diffill.lsp.cli bench gpu --kernels "$OUT/kernels.txt"
+fi
 if [[ " $STAGES " == *" bench "* ]]; then
     echo "== bench gpu ($(date +%T))"
     timeout "$BENCH_S" "$PY" -m diffill.lsp.cli bench gpu --out "$OUT/gpu.json"

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ._triton import use_triton
 from .qformat import dequantize, in_features
-from .tiles import k_block
+from .tiles import k_block, paired
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -106,7 +106,7 @@ def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor
         x, w.gate_up_qweight, w.gate_up_scales, hidden, sorted_slots, block_expert, n_padded,
         n_slots, h, ie, k, x.stride(0), w.gate_up_qweight.stride(0), w.gate_up_qweight.stride(1),
         w.gate_up_scales.stride(0), w.gate_up_scales.stride(1), hidden.stride(0),
-        BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1,
+        BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1, PAIRED=paired(bits, bk1),
     )  # fmt: skip
     out = torch.empty(n_slots, h, dtype=torch.float32, device=x.device)
     topw = weights.reshape(-1).float().contiguous()
@@ -115,7 +115,7 @@ def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor
         hidden, w.down_qweight, w.down_scales, out, topw, sorted_slots, block_expert, n_padded,
         n_slots, ie, h, hidden.stride(0), w.down_qweight.stride(0), w.down_qweight.stride(1),
         w.down_scales.stride(0), w.down_scales.stride(1), out.stride(0),
-        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2,
+        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2),
     )  # fmt: skip
     return out.view(t, k, h).sum(1).to(x.dtype)
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ._triton import use_triton
 from .qformat import BITS, dequantize, in_features
-from .tiles import k_block
+from .tiles import k_block, paired
 
 
 def qlinear_reference(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
@@ -35,7 +35,7 @@ def qlinear_triton(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
     qlinear_kernel[grid](
         x2, qweight, scales, y, m, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
-        BITS=BITS[scheme], GROUP=group, BM=bm, BN=bn, BK=bk,
+        BITS=BITS[scheme], GROUP=group, BM=bm, BN=bn, BK=bk, PAIRED=paired(BITS[scheme], bk),
     )  # fmt: skip
     return y.reshape(*shape[:-1], n)
 

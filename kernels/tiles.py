@@ -11,3 +11,12 @@ def k_block(group: int, k: int) -> int | None:
         if group % bk == 0:
             return bk
     return None
+
+
+def paired(bits: int, bk: int) -> bool:
+    """int4 tiles read as even/odd K halves (coalesced byte loads; see triton_qmm.load_weight_pairs), where each
+    half still gives tl.dot its minimum of 16 along K. PAIRED_INT4 = False restores the byte-per-nibble reads."""
+    return PAIRED_INT4 and bits == 4 and bk >= 32
+
+
+PAIRED_INT4 = True

@@ -35,6 +35,32 @@ def load_weight_tile(
 
 
 @triton.jit
+def load_weight_pairs(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP: tl.constexpr, BK: tl.constexpr):
+    """The even-K and odd-K halves [BK/2, BN] (fp32) of an int4 tile, from one load of its BK/2 x BN bytes.
+
+    Each byte is read once and the bytes of a row are contiguous along the tile's first axis, so a warp's loads
+    coalesce (load_weight_tile's `offs_k // 2` reads each byte twice and hides that contiguity from Triton)."""
+    offs_b = k0 // 2 + tl.arange(0, BK // 2)
+    mask = (offs_b[:, None] < (K + 1) // 2) & mask_n[None, :]
+    b = tl.load(w_ptr + rows[None, :] * stride_wn + offs_b[:, None], mask=mask, other=0).to(tl.int32)
+    s = tl.load(s_ptr + rows * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
+    even = ((b & 0xF) - 8).to(tl.float32) * s[None, :]
+    odd = (((b >> 4) & 0xF) - 8).to(tl.float32) * s[None, :]
+    return even, odd
+
+
+@triton.jit
+def load_rows_pairs(ptr, row_offsets, row_mask, k0, K, BK: tl.constexpr):
+    """Activations [BM, BK/2] at the even and at the odd inputs k0, k0+2, ... and k0+1, k0+3, ..."""
+    ke = k0 + 2 * tl.arange(0, BK // 2)
+    even = tl.load(ptr + row_offsets[:, None] + ke[None, :], mask=row_mask[:, None] & (ke[None, :] < K), other=0.0)
+    odd = tl.load(
+        ptr + row_offsets[:, None] + ke[None, :] + 1, mask=row_mask[:, None] & (ke[None, :] + 1 < K), other=0.0
+    )
+    return even, odd
+
+
+@triton.jit
 def qlinear_kernel(
     x_ptr,
     w_ptr,
@@ -52,8 +78,9 @@ def qlinear_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
+    PAIRED: tl.constexpr,
 ):
-    """y[M, N] = x[M, K] @ dequant(W[N, K]).T"""
+    """y[M, N] = x[M, K] @ dequant(W[N, K]).T (PAIRED: int4 with BK >= 32, read by load_weight_pairs)"""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -62,14 +89,20 @@ def qlinear_kernel(
     mask_n = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        offs_k = k0 + tl.arange(0, BK)
-        a = tl.load(
-            x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
-            mask=mask_m[:, None] & (offs_k[None, :] < K),
-            other=0.0,
-        )
-        w = load_weight_tile(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-        acc += tl.dot(a, w.to(a.dtype))
+        if PAIRED:
+            ae, ao = load_rows_pairs(x_ptr, offs_m * stride_xm, mask_m, k0, K, BK)
+            we, wo = load_weight_pairs(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+            acc += tl.dot(ae, we.to(ae.dtype))
+            acc += tl.dot(ao, wo.to(ao.dtype))
+        else:
+            offs_k = k0 + tl.arange(0, BK)
+            a = tl.load(
+                x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
+                mask=mask_m[:, None] & (offs_k[None, :] < K),
+                other=0.0,
+            )
+            w = load_weight_tile(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+            acc += tl.dot(a, w.to(a.dtype))
     tl.store(
         y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :],
         acc.to(y_ptr.dtype.element_ty),
@@ -101,6 +134,7 @@ def moe_gate_up_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
+    PAIRED: tl.constexpr,
 ):
     """h[slot, :] = gelu_tanh(x[token] @ gate_e.T) * (x[token] @ up_e.T) for one block of slots of expert e.
 
@@ -121,16 +155,25 @@ def moe_gate_up_kernel(
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        offs_k = k0 + tl.arange(0, BK)
-        a = tl.load(
-            x_ptr + tokens[:, None] * stride_xm + offs_k[None, :],
-            mask=valid[:, None] & (offs_k[None, :] < K),
-            other=0.0,
-        )
-        g = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-        u = load_weight_tile(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-        acc_g += tl.dot(a, g.to(a.dtype))
-        acc_u += tl.dot(a, u.to(a.dtype))
+        if PAIRED:
+            ae, ao = load_rows_pairs(x_ptr, tokens * stride_xm, valid, k0, K, BK)
+            ge, go = load_weight_pairs(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+            ue, uo = load_weight_pairs(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+            acc_g += tl.dot(ae, ge.to(ae.dtype))
+            acc_g += tl.dot(ao, go.to(ao.dtype))
+            acc_u += tl.dot(ae, ue.to(ae.dtype))
+            acc_u += tl.dot(ao, uo.to(ao.dtype))
+        else:
+            offs_k = k0 + tl.arange(0, BK)
+            a = tl.load(
+                x_ptr + tokens[:, None] * stride_xm + offs_k[None, :],
+                mask=valid[:, None] & (offs_k[None, :] < K),
+                other=0.0,
+            )
+            g = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+            u = load_weight_tile(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+            acc_g += tl.dot(a, g.to(a.dtype))
+            acc_u += tl.dot(a, u.to(a.dtype))
     h = gelu_tanh(acc_g) * acc_u
     tl.store(
         h_ptr + slots[:, None] * stride_hm + offs_n[None, :],
@@ -163,6 +206,7 @@ def moe_down_kernel(
     BM: tl.constexpr,
     BN: tl.constexpr,
     BK: tl.constexpr,
+    PAIRED: tl.constexpr,
 ):
     """y[slot, :] = routing_weight[slot] * (h[slot] @ down_e.T), in fp32 (summed over k by the caller)."""
     pid_m = tl.program_id(0)
@@ -178,12 +222,20 @@ def moe_down_kernel(
     mask_n = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        offs_k = k0 + tl.arange(0, BK)
-        a = tl.load(
-            h_ptr + slots[:, None] * stride_hm + offs_k[None, :], mask=valid[:, None] & (offs_k[None, :] < K), other=0.0
-        )
-        w = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-        acc += tl.dot(a, w.to(a.dtype))
+        if PAIRED:
+            ae, ao = load_rows_pairs(h_ptr, slots * stride_hm, valid, k0, K, BK)
+            we, wo = load_weight_pairs(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+            acc += tl.dot(ae, we.to(ae.dtype))
+            acc += tl.dot(ao, wo.to(ao.dtype))
+        else:
+            offs_k = k0 + tl.arange(0, BK)
+            a = tl.load(
+                h_ptr + slots[:, None] * stride_hm + offs_k[None, :],
+                mask=valid[:, None] & (offs_k[None, :] < K),
+                other=0.0,
+            )
+            w = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+            acc += tl.dot(a, w.to(a.dtype))
     weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
     acc = acc * weight[:, None]
     tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])

@@ -31,7 +31,9 @@ def _bench_model(args: argparse.Namespace) -> int:
 def _bench_gpu(args: argparse.Namespace) -> int:
     from diffill.model import bench_gpu
 
-    return bench_gpu.main(args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps, profile=args.profile)
+    return bench_gpu.main(
+        args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps, profile=args.profile, kernels=args.kernels
+    )
 
 
 def _train_corpus(args: argparse.Namespace) -> int:
@@ -311,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument("--reps", type=int, default=10)
     bg.add_argument(
         "--profile", metavar="TXT", help="instead: torch profiler tables of one denoise step and one AR token -> TXT"
+    )
+    bg.add_argument(
+        "--kernels", metavar="TXT", help="instead: the int4 kernels alone at the real shapes, each tile-read variant"
     )
     bg.set_defaults(func=_bench_gpu)
     bl = bench.add_parser("lsp", help="drive `diffill serve` like an editor: keystroke-to-answer latency")

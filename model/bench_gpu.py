@@ -10,6 +10,7 @@ report says so). Nothing is downloaded or installed. `dry_run` runs every part o
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import statistics
@@ -417,8 +418,66 @@ def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 25
     return text
 
 
-def main(dry_run: bool, out: str, ref_layers: int = 30, reps: int = 10, profile: str | None = None) -> int:
+def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
+    """The quantized kernels alone at the 26B-A4B's shapes (one MoE layer, one attention projection) for 1, 16 and
+    256 tokens, each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), as packed bytes moved per second
+    against the copy bandwidth: one device call compares the variants. Written to `out_path` and returned."""
+    from diffill.kernels import tiles
+
+    device = torch.device("cpu" if dry_run else "cuda")
+    config = DiffusionGemmaConfig(**TINY) if dry_run else DiffusionGemmaConfig()
+    dtype, reps = (torch.float32, 1) if dry_run else (torch.bfloat16, 20)
+    spec = QuantSpec.of("int4")
+    bw = copy_bandwidth(device, 1 << (20 if dry_run else 30), reps)
+    e, h = config.num_experts, config.hidden_size
+    experts = QuantExperts(e, h, config.moe_intermediate_size, spec, device=device)
+    proj = QuantLinear(h, config.num_attention_heads * config.head_dim, spec, device=device)
+    for module in (experts, proj):
+        for name, buf in list(module.named_buffers()):
+            fill = _random_packed(buf.shape, buf.dtype, device) if "qweight" in name else torch.full_like(buf, 0.004)
+            setattr(module, name, fill)
+    expert_bytes = sum(b.nbytes for b in experts.buffers()) / e
+    proj_bytes = sum(b.nbytes for b in proj.buffers())
+    lines = [f"copy bandwidth {bw / 1e9:.0f} GB/s; int4; {e} experts top-{config.top_k_experts}, hidden {h}",
+             f"{'kernel':<10} {'tokens':>6} {'paired':>6} {'ms':>9} {'GB/s':>7} {'% copy':>7}"]  # fmt: skip
+    default = tiles.PAIRED_INT4
+    g = torch.Generator().manual_seed(0)
+    try:
+        with torch.inference_mode():
+            for tokens in (1, 16, 256):
+                x = torch.randn(tokens, h, generator=g).to(device, dtype)
+                weights, index = torch.rand(tokens, e, generator=g).softmax(-1).topk(config.top_k_experts, dim=-1)
+                weights, index = weights.to(device), index.to(device)
+                moved = {"moe": index.unique().numel() * expert_bytes, "proj": proj_bytes}
+                for flag in (True, False):
+                    tiles.PAIRED_INT4 = flag
+                    calls = (("moe", experts, (x, weights, index)), ("proj", proj, (x,)))
+                    for name, module, args in calls:
+                        ms = timed(functools.partial(module, *args), reps, device, warmup=2)
+                        rate = moved[name] / (ms / 1e3)
+                        lines.append(f"{name:<10} {tokens:>6} {str(flag):>6} {ms:>9.4f} {rate / 1e9:>7.0f} "
+                                     f"{100 * rate / bw:>6.1f}%")  # fmt: skip
+    finally:
+        tiles.PAIRED_INT4 = default
+    text = "\n".join(lines) + "\n"
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return text
+
+
+def main(
+    dry_run: bool,
+    out: str,
+    ref_layers: int = 30,
+    reps: int = 10,
+    profile: str | None = None,
+    kernels: str | None = None,
+) -> int:
     """Entry point of `diffill bench gpu` (and bench/gpu.sh)."""
+    if kernels:
+        print(kernel_table(kernels, dry_run), end="")
+        return 0
     if profile:
         print(profile_tables(profile, dry_run, **({"canvas": 32, "prompt": 16} if dry_run else {})))
         return 0

@@ -32,3 +32,16 @@ def test_profile_dry_run_tables_both_passes(tmp_path):
     text = out.read_text()
     assert "== denoise step" in text and "== AR token" in text
     assert text.count("aten::linear") >= 2  # the layers' matmuls show in both tables
+
+
+def test_kernel_table_dry_run_times_both_tile_reads(tmp_path):
+    from diffill.kernels import tiles
+
+    out = tmp_path / "kernels.txt"
+    assert main(["bench", "gpu", "--dry-run", "--kernels", str(out)]) == 0
+    rows = [line.split() for line in out.read_text().splitlines()[2:]]
+    assert {(r[0], r[1], r[2]) for r in rows} == {
+        (k, str(t), str(p)) for k in ("moe", "proj") for t in (1, 16, 256) for p in (True, False)
+    }
+    assert all(float(r[3]) > 0 for r in rows)
+    assert tiles.PAIRED_INT4  # the default is back after the table

@@ -11,8 +11,9 @@ from diffill.model.quant import QuantSpec, quantize_tensor
 pytestmark = requires_kernels
 
 
-@pytest.mark.parametrize("scheme,group", [("int4", 32), ("int8", 0)])
+@pytest.mark.parametrize("scheme,group", [("int4", 32), ("int4", 16), ("int8", 0)])
 def test_qlinear_matches_reference(scheme, group):
+    """int4 groups of 32 take the paired (even/odd K) reads, groups of 16 the byte-per-nibble ones."""
     torch.manual_seed(0)
     spec = QuantSpec(scheme, group)
     w = torch.randn(48, 64) * 0.05
@@ -61,3 +62,23 @@ def test_fused_moe_matches_reference(scheme, group, tokens):
     got = fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved).cpu()
     want = fused_moe_reference(x, weights, index, w)
     assert_matches(got, want)
+
+
+def test_int4_reads_agree_paired_or_not(monkeypatch):
+    """The same int4 experts through both ways of reading a tile (kernels/tiles.py PAIRED_INT4)."""
+    from diffill.kernels import tiles
+
+    torch.manual_seed(2)
+    w = _experts("int4", 32)
+    x = torch.randn(20, 64)
+    weights, index = torch.rand(20, 4).softmax(-1).topk(2, dim=-1)
+    dev = device()
+    moved = QuantizedExperts(
+        *(t.to(dev) for t in (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)), "int4"
+    )
+    outs = []
+    for flag in (True, False):
+        monkeypatch.setattr(tiles, "PAIRED_INT4", flag)
+        outs.append(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved).cpu())
+    assert_matches(outs[0], outs[1])
+    assert_matches(outs[0], fused_moe_reference(x, weights, index, w))
