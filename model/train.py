@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -423,6 +423,8 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
     if resuming:
         state = load_checkpoint(ckpt, net, opt)
         log(f"resumed at step {state['step']}")
+        # The shape is the checkpoint's, so the recorded size is the one that made it, whatever this run says.
+        cfg = replace(cfg, size=(state.get("config") or {}).get("size", cfg.size))
         # The state records the settings in force now (the daemon reads e.g. context_prob from it) and keeps
         # those of earlier runs beside the step they started at.
         if state.get("config") != asdict(cfg):

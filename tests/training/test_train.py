@@ -298,6 +298,7 @@ def test_size_shapes_a_fresh_model_and_a_resumed_run_keeps_the_checkpoints_shape
     assert state["step"] == 4 and any("resumed at step 2" in line for line in logs)
     again = json.loads((tmp_path / "run" / "checkpoint" / "model" / "config.json").read_text())["text_config"]
     assert again["num_experts"] == 4
+    assert state["config"]["size"] == "tiny"  # the recorded size is the checkpoint's, not this run's flag
 
 
 def test_worker_processes_build_the_batches(tmp_path):
