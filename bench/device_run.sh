@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 
 if [[ " $STAGES " == *" kernels "* ]]; then
     echo "== bench gpu --kernels ($(date +%T))"
-    timeout 90 "$PY" -m diffill.lsp.cli bench gpu --kernels "$OUT/kernels.txt"
+    timeout 240 "$PY" -m diffill.lsp.cli bench gpu --kernels "$OUT/kernels.txt"
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
     echo "== bench gpu ($(date +%T))"

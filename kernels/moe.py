@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ._triton import use_triton
 from .qformat import dequantize, in_features
-from .tiles import k_block, paired
+from .tiles import MOE_TILES, Tiles, k_block, paired
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -80,8 +80,11 @@ def align_slots(index: torch.Tensor, num_experts: int, block_m: int):
     return sorted_slots, block_expert, pend[-1:].to(torch.int32)
 
 
-def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: QuantizedExperts):
-    """The two Triton kernels (int4 / int8); other formats fall back to the reference."""
+def fused_moe_triton(
+    x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: QuantizedExperts, tiles: Tiles | None = None
+):
+    """The two Triton kernels (int4 / int8); other formats fall back to the reference. `tiles`: the launch
+    shape of both (default MOE_TILES), for benchmarks that compare them."""
     e, two_ie, _ = w.gate_up_qweight.shape
     h = in_features(w.gate_up_qweight, w.scheme)
     ie = two_ie // 2
@@ -97,7 +100,8 @@ def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor
     bits = 4 if w.scheme == "int4" else 8
     t, k = index.shape
     n_slots = t * k
-    bm, bn = 16, 64
+    launch = tiles or MOE_TILES
+    bm, bn = launch.bm, launch.bn
     sorted_slots, block_expert, n_padded = align_slots(index, e, bm)
     x = x.contiguous()
     hidden = torch.empty(n_slots, ie, dtype=x.dtype, device=x.device)
@@ -106,7 +110,8 @@ def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor
         x, w.gate_up_qweight, w.gate_up_scales, hidden, sorted_slots, block_expert, n_padded,
         n_slots, h, ie, k, x.stride(0), w.gate_up_qweight.stride(0), w.gate_up_qweight.stride(1),
         w.gate_up_scales.stride(0), w.gate_up_scales.stride(1), hidden.stride(0),
-        BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1, PAIRED=paired(bits, bk1),
+        BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1, PAIRED=paired(bits, bk1), num_warps=launch.warps,
+        num_stages=launch.stages,
     )  # fmt: skip
     out = torch.empty(n_slots, h, dtype=torch.float32, device=x.device)
     topw = weights.reshape(-1).float().contiguous()
@@ -115,7 +120,8 @@ def fused_moe_triton(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor
         hidden, w.down_qweight, w.down_scales, out, topw, sorted_slots, block_expert, n_padded,
         n_slots, ie, h, hidden.stride(0), w.down_qweight.stride(0), w.down_qweight.stride(1),
         w.down_scales.stride(0), w.down_scales.stride(1), out.stride(0),
-        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2),
+        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2), num_warps=launch.warps,
+        num_stages=launch.stages,
     )  # fmt: skip
     return out.view(t, k, h).sum(1).to(x.dtype)
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ._triton import use_triton
 from .qformat import BITS, dequantize, in_features
-from .tiles import k_block, paired
+from .tiles import Tiles, k_block, paired, qlinear_tiles
 
 
 def qlinear_reference(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
@@ -15,8 +15,11 @@ def qlinear_reference(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tens
     return F.linear(x, dequantize(qweight, scales, scheme, x.dtype))
 
 
-def qlinear_triton(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
-    """The Triton kernel (int4 / int8); fp8 and odd group sizes fall back to the reference."""
+def qlinear_triton(
+    x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str, tiles: Tiles | None = None
+) -> torch.Tensor:
+    """The Triton kernel (int4 / int8); fp8 and odd group sizes fall back to the reference. `tiles`: the
+    launch shape (default qlinear_tiles(M)), for benchmarks that compare them."""
     k = in_features(qweight, scheme)
     group = k // scales.shape[-1]
     bk = k_block(group, k)
@@ -30,12 +33,12 @@ def qlinear_triton(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor,
     x2 = x.reshape(-1, k).contiguous()
     m, n = x2.shape[0], qweight.shape[0]
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
-    bm = 16 if m <= 16 else (32 if m <= 32 else 64)
-    bn = 64
-    grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
+    t = tiles or qlinear_tiles(m)
+    grid = (triton.cdiv(m, t.bm), triton.cdiv(n, t.bn))
     qlinear_kernel[grid](
         x2, qweight, scales, y, m, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
-        BITS=BITS[scheme], GROUP=group, BM=bm, BN=bn, BK=bk, PAIRED=paired(BITS[scheme], bk),
+        BITS=BITS[scheme], GROUP=group, BM=t.bm, BN=t.bn, BK=bk, PAIRED=paired(BITS[scheme], bk),
+        num_warps=t.warps, num_stages=t.stages,
     )  # fmt: skip
     return y.reshape(*shape[:-1], n)
 

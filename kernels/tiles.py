@@ -1,6 +1,26 @@
-"""Tile sizes for the quantized matmul kernels (fixed heuristics, not autotuned yet)."""
+"""Tile sizes for the quantized matmul kernels: fixed heuristics, not autotuned (compiling variants on the user's
+first request would cost seconds); `diffill bench gpu --kernels` times the alternatives on a GPU to set them."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """One kernel launch's output tile (bm tokens x bn features) and shape (warps, software-pipeline stages)."""
+
+    bm: int
+    bn: int
+    warps: int = 4
+    stages: int = 3
+
+
+MOE_TILES = Tiles(16, 64)  # rows of a block are one expert's slots: 256 tokens x top-8 / 128 experts = 16 a block
+
+
+def qlinear_tiles(m: int) -> Tiles:
+    return Tiles(16 if m <= 16 else (32 if m <= 32 else 64), 64)
 
 
 def k_block(group: int, k: int) -> int | None:

@@ -418,11 +418,26 @@ def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 25
     return text
 
 
+def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
+    """Launch shapes `kernel_table` times per (kernel, tokens): output tiles, warps (Triton's default stages)."""
+    from diffill.kernels.tiles import Tiles
+
+    if dry_run:
+        return {("moe", 16): [Tiles(16, 32), Tiles(32, 64)], ("proj", 16): [Tiles(16, 32), Tiles(32, 64)]}
+    few = [Tiles(16, bn, w) for bn in (16, 32, 64, 128) for w in (2, 4)]
+    moe_many = [Tiles(bm, bn, w) for bm in (16, 32, 64) for bn in (32, 64, 128) for w in (4, 8)]
+    proj_many = [Tiles(bm, bn, w) for bm in (32, 64, 128) for bn in (64, 128) for w in (4, 8)]
+    return {("moe", 1): few, ("moe", 256): moe_many, ("proj", 1): few, ("proj", 256): proj_many}
+
+
 def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     """The quantized kernels alone at the 26B-A4B's shapes (one MoE layer, one attention projection) for 1, 16 and
-    256 tokens, each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), as packed bytes moved per second
-    against the copy bandwidth: one device call compares the variants. Written to `out_path` and returned."""
+    256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), then the launch shapes of
+    `kernel_sweeps`, as packed bytes moved per second against the copy bandwidth: one device call compares the
+    variants and says which tiles to ship. Written to `out_path` and returned."""
     from diffill.kernels import tiles
+    from diffill.kernels.moe import fused_moe_triton
+    from diffill.kernels.qlinear import qlinear_triton
 
     device = torch.device("cpu" if dry_run else "cuda")
     config = DiffusionGemmaConfig(**TINY) if dry_run else DiffusionGemmaConfig()
@@ -439,26 +454,46 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     expert_bytes = sum(b.nbytes for b in experts.buffers()) / e
     proj_bytes = sum(b.nbytes for b in proj.buffers())
     lines = [f"copy bandwidth {bw / 1e9:.0f} GB/s; int4; {e} experts top-{config.top_k_experts}, hidden {h}",
-             f"{'kernel':<10} {'tokens':>6} {'paired':>6} {'ms':>9} {'GB/s':>7} {'% copy':>7}"]  # fmt: skip
-    default = tiles.PAIRED_INT4
+             f"{'kernel':<6} {'tokens':>6} {'variant':<24} {'ms':>9} {'GB/s':>7} {'% copy':>7}"]  # fmt: skip
     g = torch.Generator().manual_seed(0)
-    try:
-        with torch.inference_mode():
-            for tokens in (1, 16, 256):
-                x = torch.randn(tokens, h, generator=g).to(device, dtype)
-                weights, index = torch.rand(tokens, e, generator=g).softmax(-1).topk(config.top_k_experts, dim=-1)
-                weights, index = weights.to(device), index.to(device)
-                moved = {"moe": index.unique().numel() * expert_bytes, "proj": proj_bytes}
+    inputs = {}
+    for tokens in (1, 16, 256):
+        x = torch.randn(tokens, h, generator=g).to(device, dtype)
+        weights, index = torch.rand(tokens, e, generator=g).softmax(-1).topk(config.top_k_experts, dim=-1)
+        inputs[tokens] = (x, weights.to(device), index.to(device), index.unique().numel() * expert_bytes)
+
+    def row(name: str, tokens: int, variant: str, fn: Callable[[], object], moved: float) -> None:
+        try:
+            ms = timed(fn, reps, device, warmup=2)
+        except Exception as exc:  # a launch shape the compiler refuses (shared memory, registers)
+            lines.append(f"{name:<6} {tokens:>6} {variant:<24} failed: {type(exc).__name__}")
+            return
+        rate = moved / (ms / 1e3)
+        lines.append(f"{name:<6} {tokens:>6} {variant:<24} {ms:>9.4f} {rate / 1e9:>7.0f} {100 * rate / bw:>6.1f}%")
+
+    default = tiles.PAIRED_INT4
+    use_kernels = device.type == "cuda"  # the dry run checks the table on the CPU's torch paths
+    with torch.inference_mode():
+        try:
+            for tokens, (x, weights, index, moe_bytes) in inputs.items():
                 for flag in (True, False):
                     tiles.PAIRED_INT4 = flag
-                    calls = (("moe", experts, (x, weights, index)), ("proj", proj, (x,)))
-                    for name, module, args in calls:
-                        ms = timed(functools.partial(module, *args), reps, device, warmup=2)
-                        rate = moved[name] / (ms / 1e3)
-                        lines.append(f"{name:<10} {tokens:>6} {str(flag):>6} {ms:>9.4f} {rate / 1e9:>7.0f} "
-                                     f"{100 * rate / bw:>6.1f}%")  # fmt: skip
-    finally:
-        tiles.PAIRED_INT4 = default
+                    row("moe", tokens, f"paired={flag}", functools.partial(experts, x, weights, index), moe_bytes)
+                    row("proj", tokens, f"paired={flag}", functools.partial(proj, x), proj_bytes)
+        finally:
+            tiles.PAIRED_INT4 = default
+        packed = experts.packed()
+        for (name, tokens), variants in kernel_sweeps(dry_run).items():
+            x, weights, index, moe_bytes = inputs[tokens]
+            for t in variants:
+                label = f"bm={t.bm} bn={t.bn} warps={t.warps}"
+                if name == "moe":
+                    fn = functools.partial(fused_moe_triton, x, weights, index, packed, t)
+                    cpu = functools.partial(experts, x, weights, index)
+                    row(name, tokens, label, fn if use_kernels else cpu, moe_bytes)
+                else:
+                    fn = functools.partial(qlinear_triton, x, proj.qweight, proj.scales, "int4", t)
+                    row(name, tokens, label, fn if use_kernels else functools.partial(proj, x), proj_bytes)
     text = "\n".join(lines) + "\n"
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)

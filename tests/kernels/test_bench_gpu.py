@@ -34,14 +34,16 @@ def test_profile_dry_run_tables_both_passes(tmp_path):
     assert text.count("aten::linear") >= 2  # the layers' matmuls show in both tables
 
 
-def test_kernel_table_dry_run_times_both_tile_reads(tmp_path):
+def test_kernel_table_dry_run_times_both_tile_reads_and_the_sweep(tmp_path):
     from diffill.kernels import tiles
+    from diffill.model.bench_gpu import kernel_sweeps
 
     out = tmp_path / "kernels.txt"
     assert main(["bench", "gpu", "--dry-run", "--kernels", str(out)]) == 0
-    rows = [line.split() for line in out.read_text().splitlines()[2:]]
-    assert {(r[0], r[1], r[2]) for r in rows} == {
-        (k, str(t), str(p)) for k in ("moe", "proj") for t in (1, 16, 256) for p in (True, False)
-    }
-    assert all(float(r[3]) > 0 for r in rows)
+    rows = out.read_text().splitlines()[2:]
+    reads = {(r.split()[0], r.split()[1], r.split()[2]) for r in rows if "paired=" in r}
+    assert reads == {(k, str(t), f"paired={p}") for k in ("moe", "proj") for t in (1, 16, 256) for p in (True, False)}
+    swept = [r for r in rows if "bm=" in r]
+    assert len(swept) == sum(len(v) for v in kernel_sweeps(True).values())
+    assert all(float(r.split()[-3]) > 0 for r in rows)  # each row timed
     assert tiles.PAIRED_INT4  # the default is back after the table

@@ -82,3 +82,25 @@ def test_int4_reads_agree_paired_or_not(monkeypatch):
         outs.append(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved).cpu())
     assert_matches(outs[0], outs[1])
     assert_matches(outs[0], fused_moe_reference(x, weights, index, w))
+
+
+def test_other_launch_shapes_compute_the_same():
+    """The tiles `bench gpu --kernels` sweeps (bigger and smaller blocks, other warp counts) change only speed."""
+    from diffill.kernels.tiles import Tiles
+
+    torch.manual_seed(3)
+    dev = device()
+    w = _experts("int4", 32)
+    x = torch.randn(30, 64)
+    weights, index = torch.rand(30, 4).softmax(-1).topk(2, dim=-1)
+    moved = QuantizedExperts(
+        *(t.to(dev) for t in (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)), "int4"
+    )
+    want = fused_moe_reference(x, weights, index, w)
+    for shape in (Tiles(32, 32, 8), Tiles(64, 128, 4, 2)):
+        assert_matches(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved, shape).cpu(), want)
+    spec = QuantSpec("int4", 32)
+    q, s = quantize_tensor(torch.randn(48, 64) * 0.05, spec, 32)
+    want = qlinear_reference(x, q, s, "int4")
+    for shape in (Tiles(16, 16, 2), Tiles(128, 64, 8)):
+        assert_matches(qlinear_triton(x.to(dev), q.to(dev), s.to(dev), "int4", shape).cpu(), want)
