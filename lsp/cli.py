@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
     bm = bench.add_parser("model", help="ours vs transformers: one denoise step, prefill, one full canvas")
-    bm.add_argument("--preset", default="embedded", choices=MODEL_SIZES)
+    bm.add_argument("--preset", default="moe16", choices=MODEL_SIZES, help="model shape (moe16: the shipped one)")
     bm.add_argument("--prompt", type=int, default=512, help="prompt tokens (cached)")
     bm.add_argument("--canvas", type=int, default=32, help="canvas length")
     bm.add_argument("--steps", type=int, default=8, help="denoising steps for the full-canvas timing")

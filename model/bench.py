@@ -41,7 +41,7 @@ def _timed(fn: Callable[[], object], reps: int) -> float:
 
 
 def run(
-    preset: str = "embedded",
+    preset: str = "moe16",
     prompt_len: int = 512,
     canvas: int = 32,
     steps: int = 8,

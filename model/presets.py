@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# The shipped embedded model (model/weights): 6.2M parameters, #3's CPU speed targets met on one thread.
+# The CPU-trained shape (shipped until 2026-11-30): 6.2M parameters, #3's CPU speed targets met on one thread; the
+# default of `diffill train run`, whose CPU runs cannot fill a larger model.
 EMBEDDED: dict[str, Any] = dict(
     vocab_size=4096,  # set from the tokenizer; 4096 measured 3.30 bytes/token against 3.56 at 8192, half the head
     hidden_size=256,
@@ -29,7 +30,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Twice the experts, the same two per token: 9.3M parameters for the same active compute. Each AR draft token
     # costs what the embedded model's does (2.2 ms) and a 32-token denoise step 7.6 ms against 6.4 (2 threads), so
     # the speed targets still hold; it needs more tokens than CPU training gives, which a GPU run has
-    # (bench/train_gpu.sh). Measured in docs/benchmarks.md.
+    # (bench/train_gpu.sh). Measured in docs/benchmarks.md. The shipped model (model/weights) since 2026-11-30:
+    # 5 minutes on an H200.
     "moe16": {**EMBEDDED, "num_experts": 16},
     # For tests and the benchmark's smoke runs only.
     "tiny": dict(
