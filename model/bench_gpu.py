@@ -60,20 +60,28 @@ def random_quantized_model(
             if value is None:
                 value = torch.randn(p.shape, device=device, dtype=dtype) * 0.02
             module._parameters[k] = nn.Parameter(value, requires_grad=False)
+        if isinstance(module, (QuantLinear, QuantExperts)):
+            fill_quantized(module, spec, device)
+            continue
         for k, b in list(module._buffers.items()):
-            if b is None:
-                continue
-            if isinstance(module, (QuantLinear, QuantExperts)) and "qweight" in k:
-                value = _random_packed(b.shape, b.dtype, device)
-            elif isinstance(module, (QuantLinear, QuantExperts)):
-                value = torch.full(
-                    b.shape, 0.02 / (4.6 if spec.scheme == "int4" else 73.0), dtype=b.dtype, device=device
+            if b is not None:
+                module._buffers[k] = torch.ones(
+                    b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype
                 )
-            else:
-                value = torch.ones(b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype)
-            module._buffers[k] = value
     net.reset_rope(device)
     return net.eval()
+
+
+def fill_quantized(module: nn.Module, spec: QuantSpec, device) -> None:
+    """Random packed weights and scales of a dequantized std about 0.02, made on `device` (for speed only)."""
+    for k, b in list(module._buffers.items()):
+        if b is None:
+            continue
+        if "qweight" in k:
+            module._buffers[k] = _random_packed(b.shape, b.dtype, device)
+        else:
+            scale = 0.02 / (4.6 if spec.scheme == "int4" else 73.0)
+            module._buffers[k] = torch.full(b.shape, scale, dtype=b.dtype, device=device)
 
 
 def _random_packed(shape: torch.Size, dtype: torch.dtype, device) -> torch.Tensor:
@@ -215,6 +223,24 @@ def transformers_step_ms(
     return {"layers": layers, "step_ms": ms, "step_ms_scaled_to_all_layers": ms * config.num_hidden_layers / layers}
 
 
+def _target(dry_run: bool, **config_kw) -> tuple[torch.device, DiffusionGemmaConfig, torch.dtype]:
+    """Where a measurement runs: the GPU with the full 26B-A4B config in bf16, or (dry run) the CPU with the tiny
+    config in fp32, which checks the script without a GPU."""
+    if dry_run:
+        return torch.device("cpu"), DiffusionGemmaConfig(**TINY, **config_kw), torch.float32
+    if not torch.cuda.is_available():
+        raise RuntimeError("bench gpu needs a CUDA device (use --dry-run to check the script on the CPU)")
+    return torch.device("cuda"), DiffusionGemmaConfig(**config_kw), torch.bfloat16
+
+
+def _inputs(config: DiffusionGemmaConfig, prompt: int, canvas: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same random prompt ids [1, prompt] and canvas ids [1, canvas] for every measurement."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
+    x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    return ids, x0
+
+
 # ----- the run -----
 def run(
     out_path: str | Path,
@@ -229,17 +255,10 @@ def run(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Runs every measurement and writes them as JSON to `out_path`; returns them."""
+    device, config, dtype = _target(dry_run, canvas_length=canvas)
+    copy_bytes = 1 << (20 if dry_run else 30)
     if dry_run:
-        device = torch.device("cpu")
-        config = DiffusionGemmaConfig(**TINY, canvas_length=canvas)
-        dtype, reps, copy_bytes = torch.float32, 1, 1 << 20
-        ref_layers = min(ref_layers, config.num_hidden_layers)
-    else:
-        if not torch.cuda.is_available():
-            raise RuntimeError("bench gpu needs a CUDA device (use --dry-run to check the script on the CPU)")
-        device = torch.device("cuda")
-        config = DiffusionGemmaConfig(canvas_length=canvas)
-        dtype, copy_bytes = torch.bfloat16, 1 << 30
+        reps, ref_layers = 1, min(ref_layers, config.num_hidden_layers)
     spec = QuantSpec.of(scheme)
     t_start = time.perf_counter()
     res: dict[str, Any] = {"device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
@@ -267,10 +286,11 @@ def run(
     return res
 
 
-def _write(out_path: str | Path, res: dict[str, Any]) -> None:
+def _write(out_path: str | Path, res: dict[str, Any] | str) -> None:
+    """The results file (its folder made): JSON for a dict, else the text as it is."""
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    out.write_text(res if isinstance(res, str) else json.dumps(res, indent=2) + "\n", encoding="utf-8")
 
 
 def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens, reps, bw, log, t_start) -> dict:
@@ -288,9 +308,7 @@ def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens,
     if device.type == "cuda":
         res["gpu_mem_allocated_GB"] = torch.cuda.memory_allocated() / 1e9
     log(f"model built: {res['weight_GB']:.2f} GB of {spec.scheme} weights ({time.perf_counter() - t_start:.0f} s)")
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
-    x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    ids, x0 = _inputs(config, prompt, canvas, device)
     with torch.inference_mode():
         cache = net.new_cache()
         put("prefill_ms", timed(lambda: net.encode(ids, net.new_cache()), max(1, reps // 3), device))
@@ -376,15 +394,10 @@ def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 25
     of one denoise step and one AR token of the same int4 stack, written to `out_path` and returned."""
     from torch.profiler import ProfilerActivity, profile
 
-    if dry_run:
-        device, config, dtype = torch.device("cpu"), DiffusionGemmaConfig(**TINY, canvas_length=canvas), torch.float32
-    else:
-        device, config, dtype = torch.device("cuda"), DiffusionGemmaConfig(canvas_length=canvas), torch.bfloat16
+    device, config, dtype = _target(dry_run, canvas_length=canvas)
     torch.manual_seed(0)
     net = random_quantized_model(config, QuantSpec.of("int4"), device, dtype)
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(3, config.vocab_size, (1, prompt), generator=g).to(device)
-    x0 = torch.randint(0, config.vocab_size, (1, canvas), generator=g).to(device)
+    ids, x0 = _inputs(config, prompt, canvas, device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
     parts = []
@@ -412,9 +425,7 @@ def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 25
             parts.append(events.table(sort_by=sort, row_limit=30, max_name_column_width=70))
             parts.append(events.table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=70))
     text = "\n".join(parts)
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    _write(out_path, text)
     return text
 
 
@@ -439,18 +450,15 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     from diffill.kernels.moe import fused_moe_triton
     from diffill.kernels.qlinear import qlinear_triton
 
-    device = torch.device("cpu" if dry_run else "cuda")
-    config = DiffusionGemmaConfig(**TINY) if dry_run else DiffusionGemmaConfig()
-    dtype, reps = (torch.float32, 1) if dry_run else (torch.bfloat16, 20)
+    device, config, dtype = _target(dry_run)
+    reps = 1 if dry_run else 20
     spec = QuantSpec.of("int4")
     bw = copy_bandwidth(device, 1 << (20 if dry_run else 30), reps)
     e, h = config.num_experts, config.hidden_size
     experts = QuantExperts(e, h, config.moe_intermediate_size, spec, device=device)
     proj = QuantLinear(h, config.num_attention_heads * config.head_dim, spec, device=device)
     for module in (experts, proj):
-        for name, buf in list(module.named_buffers()):
-            fill = _random_packed(buf.shape, buf.dtype, device) if "qweight" in name else torch.full_like(buf, 0.004)
-            setattr(module, name, fill)
+        fill_quantized(module, spec, device)
     expert_bytes = sum(b.nbytes for b in experts.buffers()) / e
     proj_bytes = sum(b.nbytes for b in proj.buffers())
     lines = [f"copy bandwidth {bw / 1e9:.0f} GB/s; int4; {e} experts top-{config.top_k_experts}, hidden {h}",
@@ -495,9 +503,7 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
                     fn = functools.partial(qlinear_triton, x, proj.qweight, proj.scales, "int4", t)
                     row(name, tokens, label, fn if use_kernels else functools.partial(proj, x), proj_bytes)
     text = "\n".join(lines) + "\n"
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    _write(out_path, text)
     return text
 
 
