@@ -61,6 +61,37 @@ def load_rows_pairs(ptr, row_offsets, row_mask, k0, K, BK: tl.constexpr):
 
 
 @triton.jit
+def load_rows(ptr, row_offsets, row_mask, k0, K, BK: tl.constexpr, PAIRED: tl.constexpr):
+    """Activations for inputs k0 .. k0+BK: (even, odd) halves [BM, BK/2] when PAIRED, else the tile [BM, BK] twice
+    (the second unused), so that the K loops of every kernel read the same either way."""
+    if PAIRED:
+        first, second = load_rows_pairs(ptr, row_offsets, row_mask, k0, K, BK)
+    else:
+        offs_k = k0 + tl.arange(0, BK)
+        first = tl.load(
+            ptr + row_offsets[:, None] + offs_k[None, :], mask=row_mask[:, None] & (offs_k[None, :] < K), other=0.0
+        )
+        second = first
+    return first, second
+
+
+@triton.jit
+def dot_weights(
+    acc, a0, a1, w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn,
+    BITS: tl.constexpr, GROUP: tl.constexpr, BK: tl.constexpr, PAIRED: tl.constexpr,
+):  # fmt: skip
+    """acc + activations (from load_rows) @ the dequantized weight tile of output `rows`, inputs k0 .. k0+BK."""
+    if PAIRED:
+        we, wo = load_weight_pairs(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+        acc += tl.dot(a0, we.to(a0.dtype))
+        acc += tl.dot(a1, wo.to(a1.dtype))
+    else:
+        w = load_weight_tile(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        acc += tl.dot(a0, w.to(a0.dtype))
+    return acc
+
+
+@triton.jit
 def qlinear_kernel(
     x_ptr,
     w_ptr,
@@ -89,20 +120,10 @@ def qlinear_kernel(
     mask_n = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        if PAIRED:
-            ae, ao = load_rows_pairs(x_ptr, offs_m * stride_xm, mask_m, k0, K, BK)
-            we, wo = load_weight_pairs(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
-            acc += tl.dot(ae, we.to(ae.dtype))
-            acc += tl.dot(ao, wo.to(ao.dtype))
-        else:
-            offs_k = k0 + tl.arange(0, BK)
-            a = tl.load(
-                x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :],
-                mask=mask_m[:, None] & (offs_k[None, :] < K),
-                other=0.0,
-            )
-            w = load_weight_tile(w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-            acc += tl.dot(a, w.to(a.dtype))
+        a0, a1 = load_rows(x_ptr, offs_m * stride_xm, mask_m, k0, K, BK, PAIRED)
+        acc = dot_weights(
+            acc, a0, a1, w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+        )
     tl.store(
         y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :],
         acc.to(y_ptr.dtype.element_ty),
@@ -155,25 +176,13 @@ def moe_gate_up_kernel(
     acc_g = tl.zeros((BM, BN), dtype=tl.float32)
     acc_u = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        if PAIRED:
-            ae, ao = load_rows_pairs(x_ptr, tokens * stride_xm, valid, k0, K, BK)
-            ge, go = load_weight_pairs(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
-            ue, uo = load_weight_pairs(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
-            acc_g += tl.dot(ae, ge.to(ae.dtype))
-            acc_g += tl.dot(ao, go.to(ao.dtype))
-            acc_u += tl.dot(ae, ue.to(ae.dtype))
-            acc_u += tl.dot(ao, uo.to(ao.dtype))
-        else:
-            offs_k = k0 + tl.arange(0, BK)
-            a = tl.load(
-                x_ptr + tokens[:, None] * stride_xm + offs_k[None, :],
-                mask=valid[:, None] & (offs_k[None, :] < K),
-                other=0.0,
-            )
-            g = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-            u = load_weight_tile(w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-            acc_g += tl.dot(a, g.to(a.dtype))
-            acc_u += tl.dot(a, u.to(a.dtype))
+        a0, a1 = load_rows(x_ptr, tokens * stride_xm, valid, k0, K, BK, PAIRED)
+        acc_g = dot_weights(
+            acc_g, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+        )
+        acc_u = dot_weights(
+            acc_u, a0, a1, w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+        )
     h = gelu_tanh(acc_g) * acc_u
     tl.store(
         h_ptr + slots[:, None] * stride_hm + offs_n[None, :],
@@ -222,20 +231,8 @@ def moe_down_kernel(
     mask_n = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        if PAIRED:
-            ae, ao = load_rows_pairs(h_ptr, slots * stride_hm, valid, k0, K, BK)
-            we, wo = load_weight_pairs(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
-            acc += tl.dot(ae, we.to(ae.dtype))
-            acc += tl.dot(ao, wo.to(ao.dtype))
-        else:
-            offs_k = k0 + tl.arange(0, BK)
-            a = tl.load(
-                h_ptr + slots[:, None] * stride_hm + offs_k[None, :],
-                mask=valid[:, None] & (offs_k[None, :] < K),
-                other=0.0,
-            )
-            w = load_weight_tile(w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
-            acc += tl.dot(a, w.to(a.dtype))
+        a0, a1 = load_rows(h_ptr, slots * stride_hm, valid, k0, K, BK, PAIRED)
+        acc = dot_weights(acc, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED)
     weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
     acc = acc * weight[:, None]
     tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])
