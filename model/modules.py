@@ -7,6 +7,8 @@ Numerics follow transformers' reference exactly where it matters for parity: RMS
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -118,11 +120,8 @@ class Attention(nn.Module):
             if self.is_sliding:
                 allowed = allowed & (k_pos > q_pos - self.window)
             mask = allowed
-        gqa = self.n_kv != self.n_heads
-        if q.is_cuda:
-            with sdpa_kernel(CUDA_ATTENTION):
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=gqa)
-        else:
+        with sdpa_kernel(CUDA_ATTENTION) if q.is_cuda else nullcontext():
+            gqa = self.n_kv != self.n_heads
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=gqa)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 

@@ -358,7 +358,8 @@ def load_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer) 
 def lr_at(step: int, cfg: TrainConfig, time_fraction: float = 0.0) -> float:
     """Linear warm-up, then cosine decay to min_lr_frac over total_steps, or over this run's minutes when
     `anneal_by_time` (time_fraction = share of --minutes spent) brings the end sooner: a run cut by time ends
-    annealed instead of at its peak rate. A resumed run with `anneal_by_time` starts its own decay at the peak."""
+    annealed instead of at its peak rate. A resumed run with `anneal_by_time` starts its decay where the step
+    schedule stands (near the peak early in total_steps) and ends it with its own minutes."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = min(1.0, (step - cfg.warmup) / max(1, cfg.total_steps - cfg.warmup))
