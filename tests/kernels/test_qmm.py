@@ -48,6 +48,12 @@ def _experts(scheme: str, group: int, e=4, h=64, ie=32):
     return QuantizedExperts(q1, s1, q2, s2, scheme)
 
 
+def _on(w: QuantizedExperts, dev: str) -> QuantizedExperts:
+    """The same packed experts on the kernels' device."""
+    parts = (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)
+    return QuantizedExperts(*(t.to(dev) for t in parts), w.scheme)
+
+
 @pytest.mark.parametrize("scheme,group,tokens", [("int4", 32, 16), ("int4", 16, 37), ("int8", 0, 24)])
 def test_fused_moe_matches_reference(scheme, group, tokens):
     torch.manual_seed(1)
@@ -56,9 +62,7 @@ def test_fused_moe_matches_reference(scheme, group, tokens):
     probs = torch.rand(tokens, 4).softmax(-1)
     weights, index = probs.topk(2, dim=-1)
     dev = device()
-    moved = QuantizedExperts(
-        *(t.to(dev) for t in (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)), scheme
-    )
+    moved = _on(w, dev)
     got = fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved).cpu()
     want = fused_moe_reference(x, weights, index, w)
     assert_matches(got, want)
@@ -73,9 +77,7 @@ def test_int4_reads_agree_paired_or_not(monkeypatch):
     x = torch.randn(20, 64)
     weights, index = torch.rand(20, 4).softmax(-1).topk(2, dim=-1)
     dev = device()
-    moved = QuantizedExperts(
-        *(t.to(dev) for t in (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)), "int4"
-    )
+    moved = _on(w, dev)
     outs = []
     for flag in (True, False):
         monkeypatch.setattr(tiles, "PAIRED_INT4", flag)
@@ -93,9 +95,7 @@ def test_other_launch_shapes_compute_the_same():
     w = _experts("int4", 32)
     x = torch.randn(30, 64)
     weights, index = torch.rand(30, 4).softmax(-1).topk(2, dim=-1)
-    moved = QuantizedExperts(
-        *(t.to(dev) for t in (w.gate_up_qweight, w.gate_up_scales, w.down_qweight, w.down_scales)), "int4"
-    )
+    moved = _on(w, dev)
     want = fused_moe_reference(x, weights, index, w)
     for shape in (Tiles(32, 32, 8), Tiles(64, 128, 4, 2)):
         assert_matches(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved, shape).cpu(), want)
