@@ -8,6 +8,6 @@ if ! "$PY" -c "import diffill.model" 2>/dev/null; then
         "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$_site" .whl/*.whl
     fi
     mkdir -p "$_site/diffill"
-    for _part in lsp infill model kernels; do ln -s "$PWD/$_part" "$_site/diffill/$_part"; done
+    for _part in lsp infill model kernels training bench; do ln -s "$PWD/$_part" "$_site/diffill/$_part"; done
     export PYTHONPATH="$_site${PYTHONPATH:+:$PYTHONPATH}"
 fi

@@ -23,7 +23,7 @@ mkdir .whl
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version "${PYVER:-3.12}" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 -d .whl $wanted
-"$PY" -m diffill.lsp.cli train pack --corpus "$CORPUS" --out data/gpu --megabytes "${MB:-30}"
+"$PY" -m diffill.training.cli train pack --corpus "$CORPUS" --out data/gpu --megabytes "${MB:-30}"
 total=$(git ls-files -z | grep -zv '^model/weights/memory.safetensors$' | xargs -0 du -cb | tail -1 | cut -f1)
 extra=$(du -cb .whl data/gpu | tail -1 | cut -f1)
 echo "checkout without the corpus memory $((total / 1048576)) MiB + .whl and data/gpu $((extra / 1048576)) MiB (the device tool carries 64 MiB)"

@@ -27,20 +27,20 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 
 if [[ " $STAGES " == *" kernels "* ]]; then
     echo "== bench gpu --kernels ($(date +%T))"
-    timeout 240 "$PY" -m diffill.lsp.cli bench gpu --kernels "$OUT/kernels.txt"
+    timeout 240 "$PY" -m diffill.bench.cli bench gpu --kernels "$OUT/kernels.txt"
 fi
 if [[ " $STAGES " == *" bench "* ]]; then
     echo "== bench gpu ($(date +%T))"
-    timeout "$BENCH_S" "$PY" -m diffill.lsp.cli bench gpu --out "$OUT/gpu.json"
+    timeout "$BENCH_S" "$PY" -m diffill.bench.cli bench gpu --out "$OUT/gpu.json"
     if ! grep -q '"step_ms"' "$OUT/gpu.json" 2>/dev/null && [ "$SECONDS" -lt $((BUDGET / 3)) ]; then
         echo "== bench gpu on the torch paths ($(date +%T))"
-        DIFFILL_NO_TRITON=1 timeout $((BUDGET / 3)) "$PY" -m diffill.lsp.cli bench gpu --out "$OUT/gpu-torch.json" \
+        DIFFILL_NO_TRITON=1 timeout $((BUDGET / 3)) "$PY" -m diffill.bench.cli bench gpu --out "$OUT/gpu-torch.json" \
             --ref-layers 4
     fi
 fi
 if [[ " $STAGES " == *" profile "* ]]; then
     echo "== bench gpu --profile ($(date +%T))"
-    timeout 120 "$PY" -m diffill.lsp.cli bench gpu --profile "$OUT/profile.txt" >/dev/null
+    timeout 120 "$PY" -m diffill.bench.cli bench gpu --profile "$OUT/profile.txt" >/dev/null
     grep -E "^== |Self CUDA time total|Self CPU time total" "$OUT/profile.txt"
 fi
 [[ " $STAGES " == *" train "* ]] || exit 0

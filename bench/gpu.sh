@@ -12,4 +12,4 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 out="${1:-bench/results/gpu-$(date +%Y%m%d-%H%M%S).json}"
 shift || true
 # The budget is 8 minutes on one H200; stop at 7.5 so that a hang cannot eat a whole device slot.
-exec timeout 450 "$PY" -m diffill.lsp.cli bench gpu --out "$out" "$@"
+exec timeout 450 "$PY" -m diffill.bench.cli bench gpu --out "$out" "$@"

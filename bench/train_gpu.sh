@@ -31,11 +31,11 @@ mkdir -p "$RUN" "$OUT"
 cp -n model/weights/tokenizer.json "$RUN/tokenizer.json" 2>/dev/null || true
 AR_MINUTES=$("$PY" -c "print(round($MINUTES * 0.4, 2))")
 FIM_MINUTES=$("$PY" -c "print(round($MINUTES * 0.6, 2))")
-train=("$PY" -m diffill.lsp.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --batch "$BATCH"
+train=("$PY" -m diffill.training.cli train run --device "$DEVICE" --corpus "$CORPUS" --out "$RUN" --batch "$BATCH"
     --workers "$WORKERS" --steps 6000 --save-every 120 --lr 2e-3 --anneal-by-time)
 "${train[@]}" --objective ar --size "$SIZE" --minutes "$AR_MINUTES" 2>&1 | tee "$OUT/train-ar.log"
 "${train[@]}" --objective fim --minutes "$FIM_MINUTES" --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
-"$PY" -m diffill.lsp.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
+"$PY" -m diffill.training.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
     --draft-margin 0.6 --draft-candidates 6 --min-confidence 0.6 --span-min-confidence 0.37
 if [ -n "$SPLIT_MB" ]; then
     tar -C "$OUT" -c weights | split -b "${SPLIT_MB}m" - "$OUT/weights.tar.part-"

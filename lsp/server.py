@@ -28,6 +28,7 @@ from diffill.infill.document import SyntaxDocument
 from diffill.infill.edits import RenameTracker
 from diffill.infill.engine import Completion, CompletionEngine, EngineOptions
 from diffill.infill.languages import language_for
+from diffill.infill.policy import CompletionPolicy
 from diffill.infill.signatures import SignatureTracker
 from diffill.infill.workspace import WorkspaceIndex
 from diffill.model.sampler import Cancelled
@@ -354,19 +355,18 @@ class DiffillServer(LanguageServer):
         started = time.perf_counter()
         try:
             self.stats["model_calls"] += 1
-            rename = state.renames.rename_at(text, offset)
+            policy = CompletionPolicy(engine)
 
             def work():
-                if rename is not None:  # a rename in progress: carry it into the lines below, if the model agrees
-                    edited = engine.edit(state.doc, offset, rename, cancel=token, key=uri)
-                    if edited is not None:
-                        return edited
-                changed = state.signatures.change_at(state.doc, offset)
-                if changed is not None:  # a parameter added or dropped: the calls below follow, if any must
-                    followed = engine.follow_signature(state.doc, offset, changed)
-                    if followed is not None:
-                        return followed
-                return engine.complete(state.doc, offset, cancel=token, key=uri, path=to_fs_path(uri))
+                return policy.answer(
+                    state.doc,
+                    offset,
+                    renames=state.renames,
+                    signatures=state.signatures,
+                    cancel=token,
+                    key=uri,
+                    path=to_fs_path(uri),
+                )
 
             result = await loop.run_in_executor(self.scheduler.executor, work)
         except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error

@@ -5,37 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from tiny import TINY
 
 CONFIGS = {
-    # Two sliding layers around a full one; the prompt in the tests is longer than the window.
-    "small": dict(
+    # The shared tiny shape (tests/tiny.py) wider, with two sliding layers around a full one; the prompt in the
+    # tests is longer than the window.
+    "small": TINY
+    | dict(
         vocab_size=512,
         hidden_size=64,
         intermediate_size=96,
         num_hidden_layers=3,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
         global_head_dim=32,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
         moe_intermediate_size=32,
         sliding_window=8,
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
         canvas_length=32,
     ),
     # More layers and heads, 8 experts top-3, MQA on full layers, canvas longer than the window.
-    "wide": dict(
+    "wide": TINY
+    | dict(
         vocab_size=768,
         hidden_size=96,
         intermediate_size=128,
         num_hidden_layers=5,
         num_attention_heads=6,
         num_key_value_heads=3,
-        head_dim=16,
         global_head_dim=24,
-        num_global_key_value_heads=1,
         num_experts=8,
         top_k_experts=3,
         moe_intermediate_size=24,
@@ -54,7 +52,7 @@ def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
         EntropyBoundSamplerConfig,
     )
 
-    from diffill.model.bench import hf_config
+    from diffill.bench.model import hf_config
 
     spec = dict(CONFIGS[name])
     config = hf_config(spec.pop("canvas_length"), **spec, max_position_embeddings=4096)

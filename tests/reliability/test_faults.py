@@ -15,7 +15,7 @@ import pytest
 import torch
 from lsprotocol import types
 
-from diffill.lsp.wire import RawClient
+from diffill.bench.wire import RawClient
 from diffill.model import runtime
 
 EMBEDDED = runtime.EMBEDDED_DIR

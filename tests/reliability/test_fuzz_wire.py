@@ -14,7 +14,7 @@ import random
 import pytest
 from reference import Reference, random_change, random_position, random_text
 
-from diffill.lsp.wire import RawClient, frame
+from diffill.bench.wire import RawClient, frame
 
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
 STEPS = int(os.environ.get("FUZZ_STEPS", "400"))

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diffill.bench.wire import RawClient, frame
 from diffill.lsp import protocol
 from diffill.lsp.settings import Settings, SettingsError, parse_settings
-from diffill.lsp.wire import RawClient, frame
 from diffill.model.loader import CheckpointError, checkpoint_files
 from diffill.model.runtime import EMBEDDED_DIR
 

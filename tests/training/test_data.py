@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from diffill.model import corpus
 from diffill.model.fim import build_canvas, build_prompt, sample_span
 from diffill.model.tokenizer import BOS, EOS, FIM_PREFIX, FIM_SUFFIX, PAD, SPECIAL_TOKENS, CodeTokenizer
+from diffill.training import corpus
 
 CODE = [
     "import os\n\n\ndef walk(root):\n    for name in os.listdir(root):\n        yield os.path.join(root, name)\n",
@@ -133,7 +133,8 @@ def test_examples_carry_sibling_definitions(tmp_path):
     import json
 
     from diffill.model.tokenizer import FILE_SEP
-    from diffill.model.train import Corpus, TrainConfig, make_example
+    from diffill.training.config import TrainConfig
+    from diffill.training.data import Corpus, make_example
 
     lib = "def parse_header(line):\n    return line.split(':', 1)\n\n\ndef other():\n    pass\n"
     main = "from lib import parse_header\n\n\ndef run(lines):\n    for line in lines:\n        key, value = parse_header(line)\n        print(key)\n"
@@ -193,7 +194,8 @@ def test_batches_mix_the_short_line_canvas_with_the_full_one(tmp_path):
 
     import torch
 
-    from diffill.model.train import Corpus, TrainConfig, batches
+    from diffill.training.config import TrainConfig
+    from diffill.training.data import Corpus, batches
 
     text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
     with open(tmp_path / "train.jsonl", "w") as fh:
@@ -214,7 +216,8 @@ def test_packages_are_drawn_by_the_square_root_of_their_size(tmp_path):
     import collections
     import json
 
-    from diffill.model.train import Corpus, package_of
+    from diffill.training.corpus import package_of
+    from diffill.training.data import Corpus
 
     assert package_of("/x/lib/python3.11/site-packages/sympy/core/add.py") == "sympy"
     assert package_of("/root/.pyenv/versions/3.11.7/lib/python3.11/json/decoder.py") == "stdlib"

@@ -8,7 +8,9 @@ import torch
 from tiny import TINY
 
 from diffill.model import DiffusionModel
-from diffill.model.train import TrainConfig, export, train
+from diffill.training.config import TrainConfig
+from diffill.training.export import export
+from diffill.training.train import train
 
 # The tiny shape of the other tests with a vocabulary set by the trained tokenizer and room for 48-token prompts.
 SMALL = {**TINY, "vocab_size": 0, "intermediate_size": 64, "sliding_window": 32, "max_position_embeddings": 512,
@@ -90,7 +92,8 @@ def test_losses_fall_resume_and_export(tmp_path):
     from diffill.model import runtime
 
     assert runtime.load(str(tmp_path / "weights"), "cpu").memory is None  # no memory beside these weights
-    from diffill.model.memory import FILE_NAME, save_memory
+    from diffill.model.memory import FILE_NAME
+    from diffill.training.memory import save_memory
 
     save_memory(tmp_path / "weights" / FILE_NAME, [[5, 6, 7, 8, 9]] * 2)
     data_card = tmp_path / "weights" / "DATA.md"
@@ -129,7 +132,7 @@ def test_training_can_start_from_exported_weights(tmp_path):
     # Three Adam steps at lr <= 3e-3 move each weight by about 0.01 at most; a fresh init is far further away.
     assert (after - start).abs().max() < 0.02
     from diffill.model import DiffusionGemma
-    from diffill.model.train import init_weights
+    from diffill.training.train import init_weights
 
     fresh = DiffusionGemma(DiffusionModel.from_pretrained(tmp_path / "w").config)
     init_weights(fresh, 123)
@@ -157,7 +160,7 @@ def test_a_signal_stops_training_with_a_checkpoint(tmp_path, workers):
     script = (
         f"import sys; sys.path.insert(0, {here!r})\n"
         "from test_train import SMALL, small_run\n"
-        "from diffill.model.train import train\n"
+        "from diffill.training.train import train\n"
         "from pathlib import Path\n"
         f"cfg = small_run(Path({tmp!r}), 'run', total_steps=1_000_000, workers={workers})\n"
         "train(cfg, SMALL, log=lambda l: print(l, flush=True))\n"
@@ -183,7 +186,7 @@ def test_ar_objective_pretrains_on_plain_windows(tmp_path):
     import random
 
     from diffill.model.tokenizer import CodeTokenizer
-    from diffill.model.train import Corpus, ar_batches
+    from diffill.training.data import Corpus, ar_batches
 
     make_corpus(tmp_path / "corpus")
     tok = CodeTokenizer.train([SOURCE] * 20, vocab_size=300)
@@ -208,7 +211,7 @@ def test_ar_loss_runs_through_the_middle_and_leaves_the_cache_at_the_prompt():
     from tiny import random_net, tiny_config
 
     from diffill.model.fim import EOS, PAD
-    from diffill.model.train import next_token_loss
+    from diffill.training.train import next_token_loss
 
     net = random_net(tiny_config(sliding_window=64), seed=3)
     prompt = torch.tensor([[PAD, PAD, 5, 6, 7, 8, 9, 10]])
@@ -246,7 +249,7 @@ def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp
     import sys
     import tarfile
 
-    from diffill.model.corpus import iter_docs, pack
+    from diffill.training.corpus import iter_docs, pack
 
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -282,8 +285,8 @@ def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp
 
 
 def test_size_shapes_a_fresh_model_and_a_resumed_run_keeps_the_checkpoints_shape(tmp_path):
-    from diffill.lsp.cli import MODEL_SIZES
     from diffill.model.presets import PRESETS, preset
+    from diffill.training.cli import MODEL_SIZES
 
     assert set(MODEL_SIZES) == set(PRESETS)  # the command line offers exactly the shapes there are
     with pytest.raises(ValueError, match="unknown model size"):
@@ -304,7 +307,8 @@ def test_size_shapes_a_fresh_model_and_a_resumed_run_keeps_the_checkpoints_shape
 def test_worker_processes_build_the_batches(tmp_path):
     """A GPU run builds batches in worker processes: each worker draws its own examples, and training runs on them
     and stops cleanly (workers ended) at the step limit."""
-    from diffill.model.train import Corpus, batch_stream, batches, ensure_tokenizer
+    from diffill.training.data import Corpus, batch_stream, batches
+    from diffill.training.train import ensure_tokenizer
 
     make_corpus(tmp_path / "corpus")
     cfg = small_run(tmp_path, "run", total_steps=4, workers=2, vocab_size=300)
@@ -319,7 +323,9 @@ def test_worker_processes_build_the_batches(tmp_path):
     # A stream left open when Python exits must not hold the exit up (its workers are ended with SIGTERM).
     script = (
         "from pathlib import Path\n"
-        "from diffill.model.train import Corpus, TrainConfig, batch_stream, batches, ensure_tokenizer\n"
+        "from diffill.training.config import TrainConfig\n"
+        "from diffill.training.data import Corpus, batch_stream, batches\n"
+        "from diffill.training.train import ensure_tokenizer\n"
         f"cfg = TrainConfig(corpus={cfg.corpus!r}, out={cfg.out!r}, prompt_len=48, max_suffix=8, canvas=8, batch=2,"
         " workers=2)\n"
         "corpus = Corpus(Path(cfg.corpus) / 'train.jsonl')\n"
@@ -338,7 +344,7 @@ def test_worker_processes_build_the_batches(tmp_path):
 def test_anneal_by_time_ends_a_time_cut_run_at_the_floor():
     """With --anneal-by-time the cosine follows the run's minutes when they end before total_steps; without it (and
     without --minutes) the schedule is the step-based one."""
-    from diffill.model.train import lr_at
+    from diffill.training.train import lr_at
 
     steps = TrainConfig(lr=1e-3, warmup=10, total_steps=10_000, min_lr_frac=0.1)
     timed = TrainConfig(lr=1e-3, warmup=10, total_steps=10_000, min_lr_frac=0.1, max_minutes=5, anneal_by_time=True)

@@ -1,29 +1,27 @@
-"""A tiny random DiffusionGemma for the quantization tests (imported by name: tests/quant is on sys.path)."""
+"""A tiny random DiffusionGemma for the quantization tests (imported by name: tests/model is on sys.path)."""
 
 import torch
+from tiny import tiny_config as shared_tiny_config
 
 from diffill.model import DiffusionGemma, DiffusionGemmaConfig
 
+# The shared tiny shape (tests/tiny.py), wider: 96 inputs to the down projection give int4 groups of 32 (the
+# largest power of two dividing it), and a 32-token canvas gives the error statistics enough positions.
+QUANT_SHAPE = dict(
+    vocab_size=512,
+    hidden_size=64,
+    intermediate_size=96,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    global_head_dim=32,
+    moe_intermediate_size=64,
+    sliding_window=8,
+    canvas_length=32,
+)
+
 
 def tiny_config(**kw) -> DiffusionGemmaConfig:
-    base = dict(
-        vocab_size=512,
-        hidden_size=64,
-        intermediate_size=96,  # 96 inputs: int4 groups of 32 (the largest power of two dividing it)
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        global_head_dim=32,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=64,
-        sliding_window=8,
-        canvas_length=32,
-    )
-    base.update(kw)
-    return DiffusionGemmaConfig(**base)
+    return shared_tiny_config(**{**QUANT_SHAPE, **kw})
 
 
 def tiny_model(seed: int = 0) -> DiffusionGemma:

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import tiny_config, tiny_model
+from quant_helpers import tiny_config, tiny_model
 
 from diffill.model import DiffusionGemmaConfig
 from diffill.model.footprint import weight_footprint

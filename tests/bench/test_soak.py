@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from diffill.lsp.soak import run
+from diffill.bench.soak import run
 
 REQUESTS = int(os.environ.get("SOAK_REQUESTS", "300"))
 

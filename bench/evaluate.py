@@ -20,6 +20,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from diffill.infill import edits
+from diffill.infill.document import SyntaxDocument, count_errors
+from diffill.infill.edits import lines_below
+from diffill.infill.engine import CompletionEngine, EngineOptions
+from diffill.infill.languages import language_for
+from diffill.infill.policy import CompletionPolicy
+from diffill.infill.signatures import (
+    MAX_LINES,
+    SignatureTracker,
+    calls_of,
+    follow_signature,
+    read_arguments,
+    signature_at,
+)
+from diffill.infill.workspace import WorkspaceIndex
+from diffill.model import runtime
+
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
 SKIP_PARTS = {".git", "node_modules", "__pycache__", ".venv", "site-packages"}
 
@@ -149,11 +166,6 @@ def run(
 ) -> dict:
     """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
     (path, kind, truth, answer, source, scores) so that misses can be read, not just counted."""
-    from diffill.infill.document import SyntaxDocument, count_errors
-    from diffill.infill.engine import CompletionEngine, EngineOptions
-    from diffill.infill.languages import language_for
-
-    from . import runtime
 
     rng = random.Random(seed)
     loaded = runtime.load(model, "auto", dtype=dtype)
@@ -174,6 +186,7 @@ def run(
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
+    policy = CompletionPolicy(engine)
     cases = draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": []}
@@ -188,7 +201,7 @@ def run(
         t0 = time.perf_counter()
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
-        comp = engine.complete(doc, case.offset, path=case.path if siblings else None)
+        comp = policy.answer(doc, case.offset, path=case.path if siblings else None)
         latencies.append((time.perf_counter() - t0) * 1e3)
         if comp is None:
             answer, new_text = "", case.text
@@ -312,11 +325,6 @@ def run_edits(
     root: str, n: int = 50, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
 ) -> dict:
     """Edit acceptance: the share of renames whose proposed edit renames exactly the later uses."""
-    from diffill.infill import edits
-    from diffill.infill.document import SyntaxDocument
-    from diffill.infill.engine import CompletionEngine, EngineOptions
-
-    from . import runtime
 
     loaded = runtime.load(model, "auto")
     engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps), loaded.memory)
@@ -368,9 +376,6 @@ def signature_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, s
     that lacks it (the document has it nowhere; the expected edit passes it on where the real code does and
     touches no other call); half delete it (the expected edit drops the argument in its slot, or by keyword,
     from every call in the window)."""
-    from diffill.infill.document import SyntaxDocument
-    from diffill.infill.edits import lines_below
-    from diffill.infill.signatures import MAX_LINES, calls_of, signature_at
 
     cases: list[tuple[str, str, int, str, int, str]] = []
     for path, text in _python_sources(root, seed, max_chars=100_000):
@@ -421,7 +426,6 @@ def _walk_params(node):
 def _argument_for(doc, call, p, pass_on: bool):
     """The argument node a call gives parameter `p` (by slot or keyword); with `pass_on`, only when it is `p`
     itself. None for calls that cannot be read (splats) or give none."""
-    from diffill.infill.signatures import read_arguments
 
     read = read_arguments(doc, call)
     if read is None or len(read.items) < 2:
@@ -437,7 +441,6 @@ def _argument_for(doc, call, p, pass_on: bool):
 
 def _argument_span(doc, call, arg) -> tuple[int, int]:
     """Bytes to cut to remove `arg` from its call with the comma before it (after it, for the first)."""
-    from diffill.infill.signatures import read_arguments
 
     items = read_arguments(doc, call).items
     k = items.index(arg)
@@ -455,8 +458,6 @@ def _cut_bytes(data: bytes, spans: list[tuple[int, int]]) -> bytes:
 
 def run_signature_edits(root: str, n: int = 50, seed: int = 0) -> dict:
     """Acceptance of signature edits (infill.signatures) on `signature_cases`: no model involved."""
-    from diffill.infill.document import SyntaxDocument
-    from diffill.infill.signatures import SignatureTracker, follow_signature
 
     accepted = proposed = 0
     cases = signature_cases(root, n, seed)
@@ -482,9 +483,6 @@ def context_cases(root: str, n: int, seed: int) -> list[Case]:
     """Rest-of-line cases whose truth starts with a name defined in another file of the project (found by the
     workspace index): the completion needs cross-file knowledge."""
     import re
-
-    from diffill.infill.languages import language_for
-    from diffill.infill.workspace import WorkspaceIndex
 
     rng = random.Random(seed)
     index = WorkspaceIndex([root])
@@ -531,12 +529,6 @@ def run_context(
 ) -> dict:
     """Exact match and the right name on cross-file cases: the model alone, with known names from the
     workspace, and with those plus the definitions as prompt context."""
-    from diffill.infill.document import SyntaxDocument
-    from diffill.infill.engine import CompletionEngine, EngineOptions
-    from diffill.infill.languages import language_for
-    from diffill.infill.workspace import WorkspaceIndex
-
-    from . import runtime
 
     loaded = runtime.load(model, "auto")
     cases = context_cases(root, n, seed)

@@ -3,7 +3,7 @@
 import json
 
 import torch
-from helpers import canvas_logits, tiny_config, tiny_model
+from quant_helpers import canvas_logits, tiny_config, tiny_model
 
 from diffill.model import DiffusionModel, save_model
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, quantize_model

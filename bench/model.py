@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from . import presets
+from diffill.model import presets
+from diffill.model.api import DiffusionModel
 
 
 def hf_config(canvas_length: int, **text_kwargs):
@@ -51,8 +52,6 @@ def run(
     dtype: str = "float32",
 ) -> dict[str, float]:
     from transformers import DiffusionGemmaForBlockDiffusion
-
-    from .api import DiffusionModel
 
     if threads:
         torch.set_num_threads(threads)

@@ -22,14 +22,19 @@ from typing import Any
 import torch
 from torch import nn
 
+from diffill.kernels import tiles
+from diffill.kernels.moe import fused_moe_triton
+from diffill.kernels.qlinear import qlinear_triton
 from diffill.kernels.sampler import sampler_step, soft_embedding
+from diffill.kernels.tiles import Tiles
+from diffill.model.cache import KVCache
+from diffill.model.config import DiffusionGemmaConfig
+from diffill.model.diffusion_gemma import DiffusionGemma
+from diffill.model.footprint import quantized_bytes, weight_footprint
+from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec
+from diffill.model.quant_io import convert_empty
 
-from .cache import KVCache
-from .config import DiffusionGemmaConfig
-from .diffusion_gemma import DiffusionGemma
-from .footprint import quantized_bytes, weight_footprint
-from .quant import QuantExperts, QuantLinear, QuantSpec
-from .quant_io import convert_empty
+from .model import hf_config
 
 TINY = dict(
     vocab_size=1024, hidden_size=128, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -189,8 +194,6 @@ def transformers_step_ms(
 ) -> dict:
     """One decoder step of transformers' DiffusionGemmaForBlockDiffusion in bf16 with `layers` layers."""
     from transformers import DiffusionGemmaForBlockDiffusion
-
-    from .bench import hf_config
 
     types = list(config.layer_types[:layers])
     types[-1] = "full_attention"
@@ -431,7 +434,6 @@ def profile_tables(out_path: str | Path, dry_run: bool = False, canvas: int = 25
 
 def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
     """Launch shapes `kernel_table` times per (kernel, tokens): output tiles, warps (Triton's default stages)."""
-    from diffill.kernels.tiles import Tiles
 
     if dry_run:
         return {("moe", 16): [Tiles(16, 32), Tiles(32, 64)], ("proj", 16): [Tiles(16, 32), Tiles(32, 64)]}
@@ -446,9 +448,6 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), then the launch shapes of
     `kernel_sweeps`, as packed bytes moved per second against the copy bandwidth: one device call compares the
     variants and says which tiles to ship. Written to `out_path` and returned."""
-    from diffill.kernels import tiles
-    from diffill.kernels.moe import fused_moe_triton
-    from diffill.kernels.qlinear import qlinear_triton
 
     device, config, dtype = _target(dry_run)
     reps = 1 if dry_run else 20

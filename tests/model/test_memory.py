@@ -13,17 +13,10 @@ import torch
 
 from diffill.model import memory as memory_module
 from diffill.model import runtime
-from diffill.model.corpus import iter_docs, package_of
-from diffill.model.memory import (
-    KEY_ORDER,
-    MAX_ORDER,
-    SEPARATOR,
-    CorpusMemory,
-    load_memory,
-    sample_corpus,
-    save_memory,
-)
+from diffill.model.memory import KEY_ORDER, MAX_ORDER, SEPARATOR, CorpusMemory, load_memory
 from diffill.model.ngram import MAX_MEMORY_WEIGHT, NgramMixer, TokenIndex
+from diffill.training.corpus import iter_docs, package_of
+from diffill.training.memory import sample_corpus, save_memory
 
 V = 12
 

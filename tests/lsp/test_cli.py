@@ -52,7 +52,8 @@ def test_doctor_reports_grammars_and_model(tmp_path):
         assert f"  {lang}: ok" in res.stdout
     assert "loads ok" in res.stdout and "canvas 8" in res.stdout
     assert "corpus memory: none" in res.stdout
-    from diffill.model.memory import FILE_NAME, save_memory
+    from diffill.model.memory import FILE_NAME
+    from diffill.training.memory import save_memory
 
     save_memory(folder / FILE_NAME, [list(range(10, 30))] * 100)
     assert "corpus memory: 2,100 tokens" in run_cli("doctor", "--model", str(folder)).stdout

@@ -18,6 +18,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from diffill.bench.evaluate import _files, make_case
+
 
 def _utf16(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
@@ -42,7 +44,6 @@ def _initialize_params(root: str, settings: dict) -> types.InitializeParams:
 
 
 async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
-    from diffill.model.evaluate import _files, make_case
 
     rng = random.Random(seed)
     cases = []
@@ -141,7 +142,6 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
 async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
     """Types whole lines one character at a time, asking for a completion after every keystroke: the first
     request of a line pays the prompt prefill, the next ones reuse the encoder cache (or the typed-ahead cache)."""
-    from diffill.model.evaluate import _files
 
     rng = random.Random(seed)
     lines = []

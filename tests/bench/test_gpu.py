@@ -3,9 +3,9 @@ results; and its byte model of a step covers the 26B-A4B weights."""
 
 import json
 
+from diffill.bench.gpu import step_bytes
 from diffill.lsp.cli import main
 from diffill.model import DiffusionGemmaConfig
-from diffill.model.bench_gpu import step_bytes
 from diffill.model.quant import QuantSpec
 
 
@@ -35,8 +35,8 @@ def test_profile_dry_run_tables_both_passes(tmp_path):
 
 
 def test_kernel_table_dry_run_times_both_tile_reads_and_the_sweep(tmp_path):
+    from diffill.bench.gpu import kernel_sweeps
     from diffill.kernels import tiles
-    from diffill.model.bench_gpu import kernel_sweeps
 
     out = tmp_path / "kernels.txt"
     assert main(["bench", "gpu", "--dry-run", "--kernels", str(out)]) == 0

@@ -21,7 +21,7 @@ import copy
 
 import pytest
 import torch
-from helpers import canvas_logits, errors, tiny_model
+from quant_helpers import canvas_logits, errors, tiny_model
 
 from diffill.model import runtime
 from diffill.model.quant import QuantLinear, QuantSpec, quantize_model

@@ -1,0 +1,212 @@
+"""`diffill eval` and `diffill bench ...`: completion quality and speed figures (docs/benchmarks.md).
+
+Registered into the `diffill` command through the `diffill.commands` entry point (pyproject.toml); also runs
+alone (`python -m diffill.bench.cli bench gpu ...`) from a checkout where diffill is not installed. The handlers
+import their modules when they run, so that `diffill serve` (which loads every command's parser) starts without
+torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from diffill.training.cli import MODEL_SIZES
+
+
+def _bench_model(args: argparse.Namespace) -> int:
+    from . import model as bench
+
+    bench.run(
+        preset=args.preset,
+        prompt_len=args.prompt,
+        canvas=args.canvas,
+        steps=args.steps,
+        reps=args.reps,
+        threads=args.threads,
+        dtype=args.dtype,
+    )
+    return 0
+
+
+def _bench_gpu(args: argparse.Namespace) -> int:
+    from . import gpu as bench_gpu
+
+    return bench_gpu.main(
+        args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps, profile=args.profile, kernels=args.kernels
+    )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from diffill.bench.evaluate import run
+
+    run(
+        args.root,
+        n=args.n,
+        seed=args.seed,
+        steps=args.steps,
+        canvas=args.canvas,
+        model=args.model,
+        line_canvas=args.line_canvas,
+        prompt_tokens=args.prompt_tokens,
+        draft=args.draft,
+        min_confidence=args.min_confidence,
+        dtype=args.dtype,
+        token_healing=not args.no_healing,
+        draft_margin=args.draft_margin,
+        draft_candidates=args.draft_candidates,
+        siblings=args.siblings,
+        copy_prior=args.copy_prior,
+        dump=args.dump,
+    )
+    return 0
+
+
+def _bench_soak(args: argparse.Namespace) -> int:
+    from .soak import run
+
+    report = run(requests=args.requests, seed=args.seed, steps=args.steps, cancel_rate=args.cancel_rate)
+    return 0 if report.exit_code == 0 and report.documents_consistent else 1
+
+
+def _bench_context(args: argparse.Namespace) -> int:
+    from diffill.bench.evaluate import run_context
+
+    run_context(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
+    return 0
+
+
+def _bench_edits(args: argparse.Namespace) -> int:
+    from diffill.bench.evaluate import run_edits
+
+    run_edits(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
+    return 0
+
+
+def _bench_lsp(args: argparse.Namespace) -> int:
+    import json
+
+    from .lsp import run, run_typing
+
+    if args.typing:
+        run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    else:
+        run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds `eval` and `bench` with its subcommands to the `diffill` parser."""
+    ev = sub.add_parser("eval", help="completion quality on source files (exact, useful, edit similarity, valid)")
+    ev.add_argument(
+        "--root",
+        required=True,
+        action="append",
+        help="folder of source files (code the model was not trained on); repeat it for several",
+    )
+    ev.add_argument("--n", type=int, default=200)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--steps", type=int, default=8)
+    ev.add_argument("--canvas", type=int, default=0, help="canvas length (0 = the model's)")
+    ev.add_argument("--model", default="")
+    ev.add_argument("--line-canvas", type=int, default=0, help="canvas for rest-of-line spans (0 = --canvas)")
+    ev.add_argument("--prompt-tokens", type=int, default=256, help="prompt budget (the daemon's maxPromptTokens)")
+    ev.add_argument(
+        "--draft",
+        default="model",
+        choices=["model", "none", "ar"],
+        help="seed canvases with the encoder's AR draft (model = as the model's card says)",
+    )
+    ev.add_argument(
+        "--min-confidence",
+        type=float,
+        default=-1.0,
+        help="cut answers at the first doubtful token (-1 = the model's card)",
+    )
+    ev.add_argument(
+        "--draft-margin",
+        default="model",
+        help="keep drafts, change a token only when the decoder beats it by this much (model = the card; off)",
+    )
+    ev.add_argument(
+        "--draft-candidates",
+        type=int,
+        default=0,
+        help="beam width of rest-of-line drafts (0 = the model's card; 1 = greedy)",
+    )
+    ev.add_argument(
+        "--copy-prior",
+        type=float,
+        default=None,
+        help="nats a line copied from the file may trail the model's own by (-1 = no copies; default: the engine's)",
+    )
+    ev.add_argument(
+        "--siblings",
+        action="store_true",
+        help="copies may also come from the files beside each case's file, as in an editor (never the file itself)",
+    )
+    ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
+    ev.add_argument("--dump", default="", help="write one JSON line per case (truth, answer, source, scores) here")
+    ev.set_defaults(func=_eval)
+
+    bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
+    bm = bench.add_parser("model", help="ours vs transformers: one denoise step, prefill, one full canvas")
+    bm.add_argument("--preset", default="moe16", choices=MODEL_SIZES, help="model shape (moe16: the shipped one)")
+    bm.add_argument("--prompt", type=int, default=512, help="prompt tokens (cached)")
+    bm.add_argument("--canvas", type=int, default=32, help="canvas length")
+    bm.add_argument("--steps", type=int, default=8, help="denoising steps for the full-canvas timing")
+    bm.add_argument("--reps", type=int, default=10)
+    bm.add_argument("--threads", type=int, default=None)
+    bm.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    bm.set_defaults(func=_bench_model)
+    bg = bench.add_parser("gpu", help="int4 26B-A4B on one GPU (random weights): step, canvas, roofline, AR, ref")
+    bg.add_argument("--out", default="bench/results/gpu.json", help="results file (JSON)")
+    bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
+    bg.add_argument("--ref-layers", type=int, default=30, help="layers of transformers' bf16 reference step")
+    bg.add_argument("--reps", type=int, default=10)
+    bg.add_argument(
+        "--profile", metavar="TXT", help="instead: torch profiler tables of one denoise step and one AR token -> TXT"
+    )
+    bg.add_argument(
+        "--kernels", metavar="TXT", help="instead: the int4 kernels alone at the real shapes, each tile-read variant"
+    )
+    bg.set_defaults(func=_bench_gpu)
+    bl = bench.add_parser("lsp", help="drive `diffill serve` like an editor: keystroke-to-answer latency")
+    bl.add_argument("--root", required=True, help="folder of real source files (not in the training data)")
+    bl.add_argument("--n", type=int, default=100)
+    bl.add_argument("--seed", type=int, default=0)
+    bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
+    bl.set_defaults(func=_bench_lsp)
+    be = bench.add_parser("edits", help="inline-edit acceptance on rename pairs drawn from real code")
+    be.add_argument("--root", required=True)
+    be.add_argument("--n", type=int, default=50)
+    be.add_argument("--seed", type=int, default=0)
+    be.add_argument("--steps", type=int, default=8)
+    be.add_argument("--model", default="")
+    be.set_defaults(func=_bench_edits)
+    bc = bench.add_parser("context", help="workspace probe: cross-file completions with and without context")
+    bc.add_argument("--root", required=True, help="a project folder (not in the training data)")
+    bc.add_argument("--n", type=int, default=40)
+    bc.add_argument("--seed", type=int, default=0)
+    bc.add_argument("--steps", type=int, default=8)
+    bc.add_argument("--model", default="")
+    bc.set_defaults(func=_bench_context)
+    bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
+    bs.add_argument("--requests", type=int, default=10_000)
+    bs.add_argument("--seed", type=int, default=0)
+    bs.add_argument("--steps", type=int, default=4, help="denoising steps per completion")
+    bs.add_argument("--cancel-rate", type=float, default=0.1, help="share of requests cancelled at once")
+    bs.set_defaults(func=_bench_soak)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="diffill")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

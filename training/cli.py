@@ -1,0 +1,192 @@
+"""`diffill train ...`: build the corpus, pack a sample for a GPU machine, write the corpus memory, train, export.
+
+Registered into the `diffill` command through the `diffill.commands` entry point (pyproject.toml); also runs
+alone (`python -m diffill.training.cli train run ...`) from a checkout where diffill is not installed. The
+handlers import their modules when they run, so that `diffill serve` (which loads every command's parser)
+starts without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+# The names in diffill.model.presets, spelt out here so that parsing a command line does not import torch.
+MODEL_SIZES = ("embedded", "moe16", "tiny")
+
+
+def _train_corpus(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.training.corpus import build
+
+    print(build(Path(args.out), languages=args.languages))
+    return 0
+
+
+def _train_pack(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.training.corpus import pack
+
+    print(pack(Path(args.corpus), Path(args.out), args.megabytes))
+    return 0
+
+
+def _train_memory(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.model.memory import FILE_NAME
+    from diffill.model.tokenizer import CodeTokenizer
+    from diffill.training.memory import build_memory
+
+    model = Path(args.model)
+    tokenizer = CodeTokenizer.from_file(model / "tokenizer.json")
+    corpus = Path(args.corpus) / "train.jsonl"
+    tokens = build_memory(corpus, model / FILE_NAME, tokenizer.encode_batch, args.chars, args.other_chars)
+    print(f"{model / FILE_NAME}: {tokens:,} tokens from {args.chars + args.other_chars:,.0f} characters of {corpus}")
+    return 0
+
+
+def _train_run(args: argparse.Namespace) -> int:
+    from diffill.training.train import TrainConfig, train
+
+    cfg = TrainConfig(
+        corpus=args.corpus,
+        out=args.out,
+        batch=args.batch,
+        total_steps=args.steps,
+        max_minutes=args.minutes,
+        anneal_by_time=args.anneal_by_time,
+        threads=args.threads,
+        device=args.device,
+        lr=args.lr,
+        diffusion_weight=args.diffusion_weight,
+        objective=args.objective,
+        vocab_size=args.vocab,
+        save_every_s=args.save_every,
+        prompt_len=args.prompt_len,
+        init=args.init,
+        size=args.size,
+        workers=args.workers,
+    )
+    train(cfg, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _train_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.training.export import export
+
+    sampler = {"max_denoising_steps": args.steps}
+    if args.draft:
+        sampler["diffill_draft"] = args.draft
+    if args.min_confidence:
+        sampler["diffill_min_confidence"] = args.min_confidence
+    if args.span_min_confidence is not None:
+        sampler["diffill_span_min_confidence"] = args.span_min_confidence
+    if args.draft_margin is not None:
+        sampler["diffill_draft_margin"] = args.draft_margin
+    if args.draft_candidates > 1:
+        sampler["diffill_draft_candidates"] = args.draft_candidates
+    if args.entropy_bound is not None:
+        sampler["sampler_config"] = {"entropy_bound": args.entropy_bound}
+    export(Path(args.run), Path(args.dest), sampler=sampler)
+    print(f"exported {args.run} -> {args.dest}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds `train` and its subcommands to the `diffill` parser."""
+    train = sub.add_parser("train", help="build the corpus, train and export the embedded model")
+    tsub = train.add_subparsers(dest="what", required=True)
+    tc = tsub.add_parser("corpus", help="rebuild the code corpus from scratch (offline)")
+    tc.add_argument("--out", default="data/corpus")
+    tc.add_argument("--languages", action="store_true", help="also fetch Go, Rust, Lua, TS, JS (apt, npm)")
+    tc.set_defaults(func=_train_corpus)
+    tk = tsub.add_parser("pack", help="a compressed sample of the corpus that fits a size (for a GPU machine)")
+    tk.add_argument("--corpus", default="data/corpus-lang")
+    tk.add_argument("--out", default="data/gpu")
+    tk.add_argument("--megabytes", type=float, default=13.0, help="size of the compressed training split")
+    tk.set_defaults(func=_train_pack)
+    tm = tsub.add_parser("memory", help="write a model folder's corpus memory (token n-grams of its training code)")
+    tm.add_argument("--corpus", default="data/corpus")
+    tm.add_argument("--model", default="model/weights", help="the model folder (its tokenizer.json)")
+    tm.add_argument("--chars", type=float, default=40e6, help="characters of Python to keep")
+    tm.add_argument(
+        "--other-chars",
+        type=float,
+        default=13e6,
+        help="characters of other languages (a corpus built with --languages)",
+    )
+    tm.set_defaults(func=_train_memory)
+    tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
+    tr.add_argument("--corpus", default="data/corpus")
+    tr.add_argument("--out", default="runs/embedded")
+    tr.add_argument("--batch", type=int, default=8)
+    tr.add_argument("--steps", type=int, default=20_000, help="total steps of the schedule")
+    tr.add_argument("--minutes", type=float, default=0.0, help="stop (and save) after this long; 0 = no limit")
+    tr.add_argument(
+        "--anneal-by-time",
+        action="store_true",
+        help="decay the learning rate to its floor by the end of --minutes (a run that time cuts short ends annealed)",
+    )
+    tr.add_argument("--threads", type=int, default=0)
+    tr.add_argument("--device", default="cpu")
+    tr.add_argument("--lr", type=float, default=2e-3)
+    tr.add_argument("--prompt-len", type=int, default=384)
+    tr.add_argument(
+        "--objective",
+        default="fim",
+        choices=["fim", "ar"],
+        help="fim: AR + canvas diffusion on FIM examples; ar: next-token only on plain windows (pre-training)",
+    )
+    tr.add_argument("--vocab", type=int, default=4096, help="vocabulary of a tokenizer this run trains")
+    tr.add_argument("--diffusion-weight", type=float, default=1.0, help="weight of the canvas loss beside the AR loss")
+    tr.add_argument("--save-every", type=float, default=600.0, help="seconds between checkpoints")
+    tr.add_argument("--init", default="", help="start from a model folder (e.g. model/weights) if no checkpoint")
+    tr.add_argument(
+        "--size",
+        default="embedded",
+        choices=MODEL_SIZES,
+        help="shape of a fresh model (moe16: twice the experts, same compute per token; for a GPU run)",
+    )
+    tr.add_argument("--workers", type=int, default=0, help="processes building batches (a GPU run wants 8 or so)")
+    tr.set_defaults(func=_train_run)
+    te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
+    te.add_argument("--run", default="runs/embedded")
+    te.add_argument("--dest", default="model/weights")
+    te.add_argument("--steps", type=int, default=8, help="default denoising steps written to generation_config")
+    te.add_argument("--draft", default="", choices=["", "ar"], help="ask the daemon to seed canvases with AR drafts")
+    te.add_argument(
+        "--min-confidence", type=float, default=0.0, help="cut answers at the first token under this probability"
+    )
+    te.add_argument(
+        "--span-min-confidence", type=float, default=None, help="the same for denoised (multi-line) answers, if other"
+    )
+    te.add_argument(
+        "--draft-margin",
+        type=float,
+        default=None,
+        help="keep AR drafts and let the decoder change a token only when it beats the draft by this probability",
+    )
+    te.add_argument(
+        "--draft-candidates",
+        type=int,
+        default=1,
+        help="beam width of rest-of-line drafts (the line the model believes most is kept; 1 = greedy)",
+    )
+    te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
+    te.set_defaults(func=_train_export)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="diffill")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""What a training run is asked to do (`diffill train run`'s options), shared by the data pipeline and the loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INIT_TRAINING = "init_training.json"  # a run's copy of the training.json of the weights it started from
+
+
+@dataclass
+class TrainConfig:
+    corpus: str = "data/corpus"
+    out: str = "runs/embedded"
+    tokenizer: str = ""  # defaults to <out>/tokenizer.json, trained on first use
+    prompt_len: int = 384
+    max_suffix: int = 64
+    canvas: int = 32
+    # The daemon decodes rest-of-line spans on a shorter canvas (line_canvas_length): the bidirectional decoder
+    # must see that length in training too, or its EOS/pad layout is one it never learnt.
+    short_canvas: int = 16
+    short_canvas_prob: float = 0.5
+    batch: int = 8
+    lr: float = 2e-3
+    min_lr_frac: float = 0.1
+    warmup: int = 200
+    total_steps: int = 20_000
+    weight_decay: float = 0.01
+    ar_weight: float = 1.0
+    diffusion_weight: float = 1.0
+    self_cond_prob: float = 0.5
+    pad_weight: float = 0.1
+    context_prob: float = 0.5  # share of examples whose prompt carries sibling files' definitions
+    context_tokens: int = 96
+    # "ar": next-token loss only, on plain windows of code (no FIM layout, no padding, no canvas): the fast way
+    # to teach a fresh network code before the diffusion phase ("fim"), as measured in embedded_training.md.
+    objective: str = "fim"
+    vocab_size: int = 4096  # of a tokenizer trained by this run
+    save_every_s: float = 600.0
+    log_every: int = 20
+    max_minutes: float = 0.0  # 0 = until total_steps
+    anneal_by_time: bool = False  # the cosine ends with max_minutes when that comes first (see lr_at)
+    init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
+    size: str = "embedded"  # the shape of a fresh model (model/presets.py); a checkpoint or --init keeps its own
+    threads: int = 0
+    # Processes building batches beside the training loop: FIM examples cost ~5 ms each on one core (sibling files
+    # parsed for context), which starves a GPU; on 2 CPU cores the model needs both, so 0 (in-process) there.
+    workers: int = 0
+    seed: int = 0
+    device: str = "cpu"
