@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from diffill.lsp.cli import standalone
 from diffill.training.cli import MODEL_SIZES
 
 
@@ -201,12 +202,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     bs.set_defaults(func=_bench_soak)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="diffill")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(standalone(register))

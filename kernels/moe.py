@@ -9,6 +9,7 @@ Routing weights come from the model's router (fp32 softmax/top-k stays in torch:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,44 @@ from .tiles import MOE_TILES, Tiles, k_block, paired
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
+
+
+def geglu(gate_up: torch.Tensor) -> torch.Tensor:
+    """The experts' activation: gelu(gate) * up over a gate_up product (gate columns first)."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return gelu_tanh(gate) * up
+
+
+@dataclass
+class Slots:
+    """The (token, k) routing slots sorted by expert: `token[i]` is slot i's token, `counts[e]` expert e's slots."""
+
+    order: torch.Tensor
+    token: torch.Tensor
+    counts: torch.Tensor
+
+
+def sort_slots(index: torch.Tensor, num_experts: int) -> Slots:
+    """Slots of `index` [T, k] in expert order (stable: a token's slots keep their order within an expert)."""
+    flat = index.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    return Slots(order, order // index.shape[-1], torch.bincount(flat, minlength=num_experts))
+
+
+def per_expert(xs: torch.Tensor, counts: list[int], ffn: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """`ffn(e, rows)` over each expert's run of the sorted rows `xs`, experts without tokens skipped."""
+    parts, start = [], 0
+    for e, n in enumerate(counts):
+        if n:
+            parts.append(ffn(e, xs[start : start + n]))
+            start += n
+    return torch.cat(parts)
+
+
+def combine(x: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, slots: Slots) -> torch.Tensor:
+    """Each token's k expert outputs `y` (in slot order) weighted by the router and summed: [T, H] like `x`."""
+    y = y * weights.reshape(-1)[slots.order, None]
+    return torch.zeros_like(x).index_add_(0, slots.token, y.to(x.dtype))
 
 
 @dataclass
@@ -38,23 +77,14 @@ def fused_moe_reference(x: torch.Tensor, weights: torch.Tensor, index: torch.Ten
     """Torch oracle: per used expert, dequantize and run gate/up, GeGLU, down; weighted sum over the k slots.
 
     Only the experts that received tokens are dequantized (the CPU path of QuantExperts)."""
-    k = index.shape[-1]
-    flat = index.reshape(-1)
-    order = torch.argsort(flat, stable=True)
-    counts = torch.bincount(flat, minlength=w.gate_up_qweight.shape[0]).tolist()
-    token = order // k
-    xs = x[token]
-    parts, start = [], 0
-    for e, n in enumerate(counts):
-        if not n:
-            continue
+    slots = sort_slots(index, w.gate_up_qweight.shape[0])
+
+    def ffn(e: int, rows: torch.Tensor) -> torch.Tensor:
         gate_up = dequantize(w.gate_up_qweight[e], w.gate_up_scales[e], w.scheme, x.dtype)
         down = dequantize(w.down_qweight[e], w.down_scales[e], w.scheme, x.dtype)
-        gate, up = F.linear(xs[start : start + n], gate_up).chunk(2, dim=-1)
-        parts.append(F.linear(gelu_tanh(gate) * up, down))
-        start += n
-    y = torch.cat(parts) * weights.reshape(-1)[order, None]
-    return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
+        return F.linear(geglu(F.linear(rows, gate_up)), down)
+
+    return combine(x, per_expert(x[slots.token], slots.counts.tolist(), ffn), weights, slots)
 
 
 def align_slots(index: torch.Tensor, num_experts: int, block_m: int):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 
 # A daemon beside an editor and a compiler must not spin-wait on shared cores (10-20x slowdowns otherwise).
@@ -87,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def standalone(register: Callable[[argparse._SubParsersAction], None], argv: list[str] | None = None) -> int:
+    """One package's commands alone (`python -m diffill.bench.cli bench gpu ...`): for a checkout where diffill is
+    not installed, whose entry points `build_parser` cannot find."""
+    parser = argparse.ArgumentParser(prog="diffill")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
     return args.func(args)
 
 

@@ -145,19 +145,6 @@ class DiffusionModel:
             first_allowed=first_allowed,
         )
 
-    def ar_draft(
-        self,
-        prompt_ids,
-        max_tokens: int,
-        stop_ids: set[int],
-        cache: KVCache | None = None,
-        first_allowed: list[int] | None = None,
-    ) -> list[int]:
-        """Greedy next-token draft from the causal encoder's head (models trained with an encoder LM loss, as
-        the embedded one is): each token is one cached encoder step. The cache is cut back to the prompt after,
-        so the draft only seeds a canvas and leaves no trace."""
-        return self.ar_drafts(prompt_ids, max_tokens, stop_ids, cache, first_allowed, k=1)[0][0]
-
     @torch.inference_mode()
     def ar_drafts(
         self,

@@ -25,7 +25,7 @@ SEPARATOR = 0xFFFF  # between texts
 ID_BITS = 12  # token ids fit in 12 bits (a vocabulary of at most 4,096: the embedded model's)
 POSITION_BITS = 28  # at most 268M tokens
 CHUNK = 1 << 20  # positions handled at once while sorting
-COARSE = 64  # one sorted key kept in this many: 1.5 MB of keys for 12M tokens
+COARSE = 64  # one sorted key kept in this many: the coarse index stays small beside the ids
 MEMO = 8192  # contexts whose continuations are kept (typing asks for the same ones again)
 FILE_NAME = "memory.safetensors"
 

@@ -14,17 +14,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from diffill.kernels.moe import combine, geglu, gelu_tanh, per_expert, sort_slots
+
 from .cache import KVCache
 from .config import FULL, SLIDING, DiffusionGemmaConfig  # noqa: F401 (re-exported)
 
 # Not cuDNN's attention on CUDA: it builds an execution plan for every new key length, which the daemon's prompts
-# and AR drafts change on every call (profiled on an H200: 3.0 ms of host time per call while AR decoding grows
-# the cache, against 0.12 ms once a length's plan is cached; `diffill bench gpu --profile`).
+# and AR drafts change on every call: host time per call that a cached plan would not cost (docs/benchmarks.md,
+# `diffill bench gpu --profile`).
 CUDA_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-
-
-def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
-    return F.gelu(x, approximate="tanh")
 
 
 class RMSNorm(nn.Module):
@@ -172,27 +170,17 @@ class Experts(nn.Module):
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         """Tokens sorted by expert, one grouped matmul per projection, summed back in expert order."""
-        k = index.shape[-1]
-        flat = index.reshape(-1)
-        order = torch.argsort(flat, stable=True)
-        counts = torch.bincount(flat, minlength=self.num_experts)
-        token = order // k
-        xs = x[token]
+        slots = sort_slots(index, self.num_experts)
+        xs = x[slots.token]
         # _grouped_mm has no CPU backward (torch 2.13): training takes the per-expert loop.
         if hasattr(torch, "_grouped_mm") and x.dtype in (torch.float32, torch.bfloat16) and not torch.is_grad_enabled():
-            offsets = torch.cumsum(counts, 0).to(torch.int32)
-            gate, up = torch._grouped_mm(xs, self.gate_up_proj.transpose(1, 2), offsets).chunk(2, dim=-1)
-            y = torch._grouped_mm(gelu_tanh(gate) * up, self.down_proj.transpose(1, 2), offsets)
+            offsets = torch.cumsum(slots.counts, 0).to(torch.int32)
+            hidden = geglu(torch._grouped_mm(xs, self.gate_up_proj.transpose(1, 2), offsets))
+            y = torch._grouped_mm(hidden, self.down_proj.transpose(1, 2), offsets)
         else:
-            parts, start = [], 0
-            for e, n in enumerate(counts.tolist()):
-                if n:
-                    gate, up = F.linear(xs[start : start + n], self.gate_up_proj[e]).chunk(2, dim=-1)
-                    parts.append(F.linear(gelu_tanh(gate) * up, self.down_proj[e]))
-                    start += n
-            y = torch.cat(parts)
-        y = y * weights.reshape(-1)[order, None]
-        return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
+            ffn = lambda e, rows: F.linear(geglu(F.linear(rows, self.gate_up_proj[e])), self.down_proj[e])
+            y = per_expert(xs, slots.counts.tolist(), ffn)
+        return combine(x, y, weights, slots)
 
 
 class Layer(nn.Module):

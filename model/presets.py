@@ -8,7 +8,7 @@ from typing import Any
 # The CPU-trained shape (shipped until 2026-11-30): 6.2M parameters, #3's CPU speed targets met on one thread; the
 # default of `diffill train run`, whose CPU runs cannot fill a larger model.
 EMBEDDED: dict[str, Any] = dict(
-    vocab_size=4096,  # set from the tokenizer; 4096 measured 3.30 bytes/token against 3.56 at 8192, half the head
+    vocab_size=4096,  # set from the tokenizer; nearly 8192's bytes per token for half the head (docs/benchmarks.md)
     hidden_size=256,
     intermediate_size=256,
     num_hidden_layers=4,
@@ -27,11 +27,9 @@ EMBEDDED: dict[str, Any] = dict(
 
 PRESETS: dict[str, dict[str, Any]] = {
     "embedded": EMBEDDED,
-    # Twice the experts, the same two per token: 9.3M parameters for the same active compute. Each AR draft token
-    # costs what the embedded model's does (2.2 ms) and a 32-token denoise step 7.6 ms against 6.4 (2 threads), so
-    # the speed targets still hold; it needs more tokens than CPU training gives, which a GPU run has
-    # (bench/train_gpu.sh). Measured in docs/benchmarks.md. The shipped model (model/weights) since 2026-11-30:
-    # 5 minutes on an H200.
+    # Twice the experts, the same two per token: more parameters for the same active compute, so an AR draft token
+    # costs what the embedded shape's does and a denoise step a little more (docs/benchmarks.md). It needs more
+    # tokens than CPU training gives, which a GPU run has (bench/train_gpu.sh). The shipped model (model/weights).
     "moe16": {**EMBEDDED, "num_experts": 16},
     # For tests and the benchmark's smoke runs only.
     "tiny": dict(

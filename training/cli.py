@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from diffill.lsp.cli import standalone
+
 # The names in diffill.model.presets, spelt out here so that parsing a command line does not import torch.
 MODEL_SIZES = ("embedded", "moe16", "tiny")
 
@@ -181,12 +183,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     te.set_defaults(func=_train_export)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="diffill")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(standalone(register))

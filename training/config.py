@@ -42,8 +42,8 @@ class TrainConfig:
     init: str = ""  # a model folder (e.g. model/weights) to start from when there is no checkpoint yet
     size: str = "embedded"  # the shape of a fresh model (model/presets.py); a checkpoint or --init keeps its own
     threads: int = 0
-    # Processes building batches beside the training loop: FIM examples cost ~5 ms each on one core (sibling files
-    # parsed for context), which starves a GPU; on 2 CPU cores the model needs both, so 0 (in-process) there.
+    # Processes building batches beside the training loop: FIM examples are costly (sibling files parsed for
+    # context), which starves a GPU; on 2 CPU cores the model needs both, so 0 (in-process) there.
     workers: int = 0
     seed: int = 0
     device: str = "cpu"

@@ -36,7 +36,7 @@ class Corpus:
         for i, p in enumerate(self.paths):
             self.by_dir.setdefault(str(Path(p).parent), []).append(i)
         # Files are drawn package by package, a package's weight growing with the square root of its file count:
-        # drawn file by file, one large and repetitive package (transformers: 43 % of the files, many of them
+        # drawn file by file, one large and repetitive package (transformers: nearly half the files, many of them
         # near-copies of each other) dominated training and the held-out loss stalled far above the train loss.
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(self.paths):

@@ -16,7 +16,7 @@ from diffill.model import runtime
 from diffill.model.memory import KEY_ORDER, MAX_ORDER, SEPARATOR, CorpusMemory, load_memory
 from diffill.model.ngram import MAX_MEMORY_WEIGHT, NgramMixer, TokenIndex
 from diffill.training.corpus import iter_docs, package_of
-from diffill.training.memory import sample_corpus, save_memory
+from diffill.training.memory import DATA_SECTION, sample_corpus, save_memory
 
 V = 12
 
@@ -154,7 +154,7 @@ def test_train_memory_writes_the_memory_of_a_model_folder(tmp_path, capsys):
         assert main(["train", "memory", "--corpus", str(corpus), "--model", str(model), "--chars", "1e6"]) == 0
     assert "tokens" in capsys.readouterr().out
     card = (model / "DATA.md").read_text()
-    assert card.startswith("# data card\n") and card.count(memory_module.DATA_SECTION) == 1
+    assert card.startswith("# data card\n") and card.count(DATA_SECTION) == 1
     assert "| go |" in card and "| p3 |" in card  # what went in, package by package
     tok = CodeTokenizer.from_file(model / "tokenizer.json")
     memory = load_memory(model / memory_module.FILE_NAME, tok.vocab_size)

@@ -12,6 +12,11 @@ def model():
     return random_model(tiny_config(vocab_size=200, canvas_length=16))
 
 
+def greedy(model, *args, **kwargs) -> list[int]:
+    """The greedy draft: a beam one wide."""
+    return model.ar_drafts(*args, k=1, **kwargs)[0][0]
+
+
 def test_canvas_length_knob(model):
     out = model.generate([2, 10, 11], max_new_tokens=5, seed=1, canvas_length=5, trim=False)
     assert len(out) == 5
@@ -93,7 +98,7 @@ def test_trim_after_eos():
 def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
     prompt = [2, 10, 11, 12]
     cache = model.net.new_cache()
-    draft = model.ar_draft(prompt, 5, stop_ids=set(), cache=cache)
+    draft = greedy(model, prompt, 5, stop_ids=set(), cache=cache)
     assert cache.length == len(prompt)
     seq = list(prompt)
     for _ in range(5):  # the same greedy continuation, recomputed from scratch each token
@@ -102,7 +107,7 @@ def test_ar_draft_is_greedy_and_leaves_the_cache_at_the_prompt(model):
     assert draft == seq[len(prompt) :]
     # Stops at a stop id, included.
     stop = draft[1]
-    short = model.ar_draft(prompt, 5, stop_ids={stop})
+    short = greedy(model, prompt, 5, stop_ids={stop})
     assert short == draft[: draft.index(stop) + 1]
 
 
@@ -117,15 +122,14 @@ def test_ar_drafts_are_a_beam_search_scored_whole(model):
     scores = model.continuation_logprobs(prompt, [d[0] for d in drafts])
     assert [d[1] for d in drafts] == pytest.approx(scores, abs=1e-4)
     assert [d[1] for d in drafts] == sorted((d[1] for d in drafts), reverse=True)
-    greedy = model.ar_draft(prompt, 5, stop_ids=set())
-    assert model.ar_drafts(prompt, 5, stop_ids=set(), k=1)[0][0] == greedy
+    best = greedy(model, prompt, 5, stop_ids=set())
     # Two tokens: the beam holds the greedy path, so its best is at least as likely.
     two = model.ar_drafts(prompt, 2, stop_ids=set(), k=3)
-    assert two[0][1] >= model.continuation_logprobs(prompt, [greedy[:2]])[0] - 1e-5
+    assert two[0][1] >= model.continuation_logprobs(prompt, [best[:2]])[0] - 1e-5
     allowed = model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[40, 41, 42, 43], k=2)
     assert len(allowed) == 2 and {d[0][0] for d in allowed} <= {40, 41, 42, 43}
     assert model.ar_drafts(prompt, 3, stop_ids=set(), first_allowed=[], k=2) == [([], 0.0)]  # nothing allowed
-    assert model.ar_draft(prompt, 0, stop_ids=set()) == []
+    assert greedy(model, prompt, 0, stop_ids=set()) == []
     stop = drafts[0][0][1]  # a draft ends at its first stop id, included
     assert all(stop not in d[:-1] for d, _ in model.ar_drafts(prompt, 5, stop_ids={stop}, k=3))
 
@@ -186,9 +190,9 @@ def test_first_allowed_restricts_the_first_token_only(model):
         out = model.generate([2, 10, 11], max_new_tokens=8, seed=seed, canvas_length=8, trim=False,
                              eos_token_ids=[], first_allowed=[50, 51])  # fmt: skip
         assert out[0] in (50, 51)
-    assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[77])[0] == 77
-    free = model.ar_draft([2, 10, 11], 3, stop_ids=set())
-    assert model.ar_draft([2, 10, 11], 3, stop_ids=set(), first_allowed=[free[0]]) == free
+    assert greedy(model, [2, 10, 11], 3, stop_ids=set(), first_allowed=[77])[0] == 77
+    free = greedy(model, [2, 10, 11], 3, stop_ids=set())
+    assert greedy(model, [2, 10, 11], 3, stop_ids=set(), first_allowed=[free[0]]) == free
 
 
 def test_inverse_cdf_draws_follow_the_distribution():
