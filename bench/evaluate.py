@@ -21,20 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diffill.infill import edits
+from diffill.infill.around.workspace import WorkspaceIndex
+from diffill.infill.call_sites import MAX_LINES, calls_of, follow_signature, read_arguments
 from diffill.infill.document import SyntaxDocument, count_errors
 from diffill.infill.edits import lines_below
-from diffill.infill.engine import CompletionEngine, EngineOptions
+from diffill.infill.engine import CompletionEngine
 from diffill.infill.languages import language_for
+from diffill.infill.options import EngineOptions
 from diffill.infill.policy import CompletionPolicy
-from diffill.infill.signatures import (
-    MAX_LINES,
-    SignatureTracker,
-    calls_of,
-    follow_signature,
-    read_arguments,
-    signature_at,
-)
-from diffill.infill.workspace import WorkspaceIndex
+from diffill.infill.signatures import SignatureTracker, signature_at
 from diffill.model import runtime
 
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
@@ -174,15 +169,16 @@ def run(
         loaded.model.sampler = dataclasses.replace(loaded.model.sampler, draft_margin=margin)
     knobs = {"draft": draft, "min_confidence": min_confidence, "draft_candidates": draft_candidates}
     unset = {"draft": "model", "min_confidence": -1.0, "draft_candidates": 0}  # these keep the card's value
+    copies = {} if copy_prior is None else {"copy_prior": copy_prior if copy_prior >= 0 else None}  # < 0: none
     options = EngineOptions.from_card(
         loaded,
         steps=steps,
-        canvas_length=canvas,
-        line_canvas_length=line_canvas,
+        canvas_length=canvas or None,  # 0: the model's own
+        line_canvas_length=line_canvas or None,  # 0: as the other spans
         max_prompt_tokens=prompt_tokens,
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
-        **({"copy_prior": copy_prior} if copy_prior is not None else {}),
+        **copies,
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
@@ -327,7 +323,7 @@ def run_edits(
     """Edit acceptance: the share of renames whose proposed edit renames exactly the later uses."""
 
     loaded = runtime.load(model, "auto")
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions(steps=steps), loaded.memory)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(None, steps=steps), loaded.memory)
     accepted = proposed = baseline = 0
     latencies = []
     cases = edit_cases(root, n, seed)
@@ -537,8 +533,8 @@ def run_context(
     summary: dict = {"cases": len(cases), "trained_with_context": loaded.trained_with_context}
     # The model alone; with known names (workspace definitions extending the typed word, ranked by the model);
     # with known names and the definitions packed into the prompt as context (what the daemon does).
-    for label, budget, prior in (("alone", 0, -1.0), ("names", 0, None), ("context", 96, None)):
-        extra = {} if prior is None else {"symbol_prior": prior}
+    for label, budget, names in (("alone", 0, False), ("names", 0, True), ("context", 96, True)):
+        extra = {} if names else {"symbol_prior": None}
         options = EngineOptions.from_card(loaded, steps=steps, context_tokens=budget, **extra)
         engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)  # as the daemon sets it up
         engine.workspace = index

@@ -20,8 +20,9 @@ from diffill.infill.text import line_starts, unit_len, utf8
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 log = logging.getLogger(__name__)
 
-# tree-sitter can take seconds on pathological input (a 5 MB string literal: ~9 s to parse, ~15 s to reparse after
-# one edit, all on the server's event loop). Large documents get a time budget; past it they stay plain text.
+# tree-sitter can take seconds on pathological input (a string literal of megabytes, to parse and again to reparse
+# after one edit, all on the server's event loop; docs/reliability.md). Large documents get a time budget; past it
+# they stay plain text.
 BUDGETED_PARSE_BYTES = 256 * 1024
 PARSE_BUDGET_S = 0.5
 

@@ -30,8 +30,9 @@ def _complete(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from diffill.infill.document import SyntaxDocument
-    from diffill.infill.engine import CompletionEngine, EngineOptions
+    from diffill.infill.engine import CompletionEngine
     from diffill.infill.languages import language_for
+    from diffill.infill.options import EngineOptions
     from diffill.infill.policy import CompletionPolicy
     from diffill.model import runtime
 

@@ -17,10 +17,6 @@ class CancelToken:
     def cancel(self) -> None:
         self._event.set()
 
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
     def __call__(self) -> bool:
         return self._event.is_set()
 

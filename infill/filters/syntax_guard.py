@@ -6,8 +6,8 @@ When the whole completion fails, shorter prefixes are tried, longest first: whol
 then token boundaries of the first line (`self.read(` -> `self.read`). A completion the engine cut short on purpose
 (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows) with no such prefix is extended along the
 line it was cut from to the first token end where it parses again (`port sys`), when that line parses: an answer
-must leave the buffer as sound as it was (measured on the tuning set: valid 0.939 -> 0.977, useful -2 points;
-shorter prefixes first: useful +0.8). Each try is a fresh parse of the whole edited document, so tries are
+must leave the buffer as sound as it was, even at some cost in useful answers; shorter prefixes first win some
+back (docs/benchmarks.md). Each try is a fresh parse of the whole edited document, so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion).
 """
 

@@ -1,12 +1,15 @@
-"""Helpers for the syntax-layer tests: documents written with the cursor marked by `<CURSOR>` (or `|`)."""
+"""Helpers for the infill tests: documents written with the cursor marked by `<CURSOR>` (or `|`), and a tiny
+engine (engine_doubles)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from engine_doubles import tiny_engine
 
 from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine
 from diffill.infill.filters.base import Candidate
 from diffill.infill.spans import select_span
 
@@ -37,3 +40,9 @@ def candidate() -> Callable[[str | None, str, str], Candidate]:
         return Candidate.at(text, offset, select_span(doc, offset), language, raw, doc.tree if with_tree else None)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def engine() -> CompletionEngine:
+    """An engine over a random tiny model (engine_doubles.tiny_engine), one per test module."""
+    return tiny_engine()

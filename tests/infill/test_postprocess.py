@@ -1,11 +1,22 @@
+"""The filters in order on raw model output at the cursor, as the engine runs them (CompletionEngine.complete)."""
+
 import pytest
 
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
 from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
 from diffill.infill.filters.syntax_guard import syntax_guard
-from diffill.infill.postprocess import FILTERS, complete, to_edit
+from diffill.infill.postprocess import FILTERS, postprocess
+from diffill.infill.spans import select_span
+
+
+def complete(doc: SyntaxDocument, offset: int, raw: str) -> Candidate:
+    """The edit the filters make of `raw` inserted at `offset`, on the span the engine would choose there."""
+    return postprocess(Candidate.at(doc.text, offset, select_span(doc, offset), doc.language, raw, doc.tree))
+
 
 GO_FUNC = "package main\n\nfunc f(x int) int {\n\t<CURSOR>\n}\n"
 
@@ -42,11 +53,10 @@ def test_postprocess_golden(cursor_doc, language, src, raw, expected, expected_r
     out = complete(doc, offset, raw)
     assert out.text == expected
     assert text[out.offset : out.replace_end] == expected_replaced
-    edit = to_edit(out)
     if expected:
-        assert edit == (offset, offset + len(expected_replaced), expected)
+        assert (out.offset, out.replace_end, out.text) == (offset, offset + len(expected_replaced), expected)
     else:
-        assert edit is None and out.replace_end == out.offset
+        assert out.text == "" and out.replace_end == out.offset
 
 
 def test_filter_order():
@@ -55,6 +65,7 @@ def test_filter_order():
 
 def test_edit_converts_to_lsp_range(cursor_doc):
     doc, offset = cursor_doc("python", "s = '😀'; print(<CURSOR>)\n")
-    start, end, new_text = to_edit(complete(doc, offset, "s)"))
+    out = complete(doc, offset, "s)")
+    start, end, new_text = out.offset, out.replace_end, out.text
     assert (doc.position_at(start), doc.position_at(end), new_text) == ((0, 16), (0, 17), "s)")
     assert (doc.position_at(start, "utf-8"), doc.position_at(end, "utf-8")) == ((0, 18), (0, 19))

@@ -1,4 +1,4 @@
-"""Unit tests of the server's small parts: settings validation, typed-ahead cache, cancel tokens."""
+"""Unit tests of the server's small parts: settings validation, typed-ahead cache, cancel tokens, warm-up."""
 
 import threading
 
@@ -25,17 +25,19 @@ def test_user_settings_override_the_models_card():
     """The engine runs with the card's draft, cut-off and beam width unless the user set their own."""
     from types import SimpleNamespace
 
-    from diffill.lsp.server import DiffillServer
+    from diffill.lsp.session import Session
 
     card = SimpleNamespace(
         draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6, trained_with_context=False
     )
-    own = DiffillServer._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
-    assert (own.draft, own.min_confidence, own.draft_candidates, own.context_tokens) == ("ar", 0.2, 6, 0)
+    own = Session._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
+    assert (own.drafts.draft, own.rank.min_confidence, own.drafts.draft_candidates) == ("ar", 0.2, 6)
+    assert own.prompt.context_tokens == 0
     user = parse_settings({"draftCandidates": 1, "minConfidence": 0.5, "steps": 2})
-    mine = DiffillServer._engine_options(SimpleNamespace(settings=user, loaded=card))
-    assert (mine.draft, mine.min_confidence, mine.draft_candidates, mine.steps) == ("ar", 0.5, 1, 2)
-    assert own.span_min_confidence == mine.span_min_confidence == 0.3  # the card's, for multi-line answers
+    mine = Session._engine_options(SimpleNamespace(settings=user, loaded=card))
+    assert (mine.drafts.draft, mine.rank.min_confidence, mine.drafts.draft_candidates) == ("ar", 0.5, 1)
+    assert mine.drafts.steps == 2
+    assert own.rank.span_min_confidence == mine.rank.span_min_confidence == 0.3  # the card's, for multi-line answers
 
 
 @pytest.mark.parametrize(
@@ -93,12 +95,12 @@ def test_scheduler_cancels_older_generation():
     s = Scheduler()
     a = s.start("doc")
     b = s.start("doc")
-    assert a.cancelled and not b.cancelled
+    assert a() and not b()  # the token is what the sampler calls between steps
     s.cancel("doc")
-    assert b.cancelled
+    assert b()
     c = s.start("doc")
     s.finish("doc", c)
-    assert s.in_flight() == 0 and not c.cancelled
+    assert s.in_flight() == 0 and not c()
     s.shutdown()
 
 
@@ -108,7 +110,7 @@ def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, capl
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from diffill.lsp.server import DiffillServer
+    from diffill.lsp.session import Session
 
     threads, paths = [], []
 
@@ -120,11 +122,35 @@ def test_opening_a_document_warms_its_sources_on_the_model_thread(tmp_path, capl
                 raise RuntimeError("boom")
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm") as executor:
-        server = SimpleNamespace(engine=Engine(), warm_executor=executor, warming=set())
-        DiffillServer._warm_sources(server, (tmp_path / "a.py").as_uri())
-        DiffillServer._warm_sources(server, (tmp_path / "bad.py").as_uri())
-        DiffillServer._warm_sources(SimpleNamespace(engine=None, warm_executor=None), (tmp_path / "c.py").as_uri())
+        session = SimpleNamespace(engine=Engine(), warm_executor=executor, warming=set())
+        Session._warm_sources(session, (tmp_path / "a.py").as_uri())
+        Session._warm_sources(session, (tmp_path / "bad.py").as_uri())
+        Session._warm_sources(SimpleNamespace(engine=None, warm_executor=None), (tmp_path / "c.py").as_uri())
     assert paths == [str(tmp_path / "a.py"), str(tmp_path / "bad.py")]
-    assert server.warming == set()  # each warm-up leaves the count for diffill/status, failed or not
+    assert session.warming == set()  # each warm-up leaves the count for diffill/status, failed or not
     assert all(name.startswith("diffill-warm") for name in threads)
     assert "warming the n-gram sources" in caplog.text
+
+
+def test_the_workspace_index_covers_existing_folders_and_reaches_the_engine(tmp_path):
+    """Only folders that exist are indexed; an engine already serving gets the index and may read its roots."""
+    import time
+    from types import SimpleNamespace
+
+    from diffill.lsp.session import Session
+
+    (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
+    session = Session(SimpleNamespace())
+    session.start_workspace_index(["", str(tmp_path / "missing")])
+    assert session.workspace_index is None
+    session.engine = SimpleNamespace(workspace=None, read_roots=[])
+    session.start_workspace_index([str(tmp_path), str(tmp_path / "missing")])
+    index = session.workspace_index
+    assert index is not None and index.roots == [tmp_path.resolve()]
+    assert session.engine.workspace is index and session.engine.read_roots == [tmp_path.resolve()]
+    deadline = time.monotonic() + 10
+    while any(t.name == "diffill-index" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert index.file_count() == 1
+    index.stop()
+    session.scheduler.shutdown()

@@ -136,13 +136,13 @@ def test_out_of_memory_at_load_falls_back(monkeypatch, error):
     ls.protocol.client_capabilities = types.ClientCapabilities()
     shown: list[tuple[types.MessageType, str]] = []
     monkeypatch.setattr(ls, "show", lambda message, kind=types.MessageType.Error: shown.append((kind, message)))
-    ls.settings = parse_settings({"model": "/models/too-big"})
-    ls._load_model()
-    assert ls.model_state == "ready (embedded fallback)" and ls.engine is not None
+    ls.session.settings = parse_settings({"model": "/models/too-big"})
+    ls.session.loader.load()
+    assert ls.session.loader.state == "ready (embedded fallback)" and ls.session.engine is not None
     errors = [m for k, m in shown if k == types.MessageType.Error]
     assert errors and "/models/too-big" in errors[0]
     assert "out of memory" in errors[0].lower()  # a bare MemoryError() used to give "could not load model '...': "
-    ls.scheduler.shutdown()
+    ls.session.scheduler.shutdown()
 
 
 def _wait_gone(client: RawClient, timeout: float) -> int | None:

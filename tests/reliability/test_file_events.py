@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-workspace = pytest.importorskip("diffill.infill.workspace")
+workspace = pytest.importorskip("diffill.infill.around.workspace")
 events = pytest.importorskip("watchdog.events")
 
 

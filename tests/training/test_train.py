@@ -103,11 +103,11 @@ def test_losses_fall_resume_and_export(tmp_path):
     loaded = runtime.load(str(tmp_path / "weights"), "cpu")
     assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.25, 0.5, 3)
     assert loaded.memory is not None and loaded.memory.continuations([5, 6, 7, 8])[1].tolist() == [9]
-    from diffill.infill.engine import EngineOptions
+    from diffill.infill.options import EngineOptions
 
     options = EngineOptions.from_card(loaded, steps=2)  # what the daemon, eval and complete run with
-    assert (options.min_confidence, options.span_min_confidence) == (0.25, 0.5)
-    assert (options.draft_candidates, options.steps) == (3, 2)
+    assert (options.rank.min_confidence, options.rank.span_min_confidence) == (0.25, 0.5)
+    assert (options.drafts.draft_candidates, options.drafts.steps) == (3, 2)
     assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 
@@ -190,7 +190,7 @@ def test_ar_objective_pretrains_on_plain_windows(tmp_path):
 
     make_corpus(tmp_path / "corpus")
     tok = CodeTokenizer.train([SOURCE] * 20, vocab_size=300)
-    batch, canvas = next(ar_batches(Corpus(tmp_path / "corpus" / "train.jsonl"), tok,
+    batch, canvas, _ = next(ar_batches(Corpus(tmp_path / "corpus" / "train.jsonl"), tok,
                                     small_run(tmp_path, "x", prompt_len=32, batch=3), random.Random(0)))  # fmt: skip
     assert canvas is None and batch.shape == (3, 33) and (batch != 0).all()  # no padding
     logs = []

@@ -1,6 +1,14 @@
-"""Rest-of-line copies: which other lines of the file continue the way the current one started."""
+"""Copies: which other lines continue the way the current one started (or followed the line above), and when
+the model lets a copy be the answer."""
 
-from diffill.infill.copies import LineCopy, line_above, line_copies, next_line_copies
+import pytest
+from engine_doubles import CODE, FakeModel, options
+from tiny import random_net, tiny_config
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine
+from diffill.infill.sources.copies import LineCopy, can_copy_next_line, could_match, line_copies, next_line_copies
+from diffill.model.tokenizer import CodeTokenizer
 
 
 def at_cursor(text: str) -> tuple[str, int]:
@@ -111,7 +119,7 @@ def test_the_longest_matches_agree_with_a_brute_force_search():
 
 
 def test_a_common_key_looks_at_a_bounded_number_of_matches_this_file_first(monkeypatch):
-    import diffill.infill.copies as copies
+    import diffill.infill.sources.copies as copies
 
     monkeypatch.setattr(copies, "MAX_MATCHES", 10)
     other = "    value = compute(1)\n" * 100
@@ -151,7 +159,7 @@ def test_typed_text_filters_new_line_candidates_and_a_short_line_above_gives_non
     text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    pr|\n")
     assert [c.rest for c in next_line_copies(text, offset)] == ["int(item)"]  # what follows the typed `pr`
     text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    zz|\n")
-    assert next_line_copies(text, offset) == [] and line_above(text, offset) == "for item in items:"
+    assert next_line_copies(text, offset) == [] and can_copy_next_line(text, offset)  # the line above says enough
     text, offset = at_cursor("for item in items:\n    print(item)\nfor item in items:\n    pr|int(item)\n")
     assert next_line_copies(text, offset) == []  # the line already ends that way
     text, offset = at_cursor("x=1\ny = 2\nx=1\n|\n")
@@ -159,8 +167,7 @@ def test_typed_text_filters_new_line_candidates_and_a_short_line_above_gives_non
     text, offset = at_cursor("x = 1\ny = 2\nx = 1\n|\n")
     assert [c.rest for c in next_line_copies(text, offset)] == ["y = 2"]  # five characters are enough
     text, offset = at_cursor("for item in items:\n|\n    print(item)\n")
-    assert next_line_copies(text, offset) == []  # the only match is the line above the cursor itself
-    assert line_above(text, offset) == "for item in items:"
+    assert next_line_copies(text, offset) == [] and can_copy_next_line(text, offset)  # only the line above itself
 
 
 def test_any_text_and_offset_give_candidates_or_nothing_never_an_error():
@@ -192,3 +199,125 @@ def test_after_a_short_line_the_line_above_it_must_agree_too():
     assert next_line_copies(text, offset) == []  # `x = 1` is not `y = 2`
     text, offset = at_cursor("ok\nab:\n    x()\nok\nab:\n    |\n")
     assert next_line_copies(text, offset) == []  # a match, but neither line above is long enough to trust
+
+
+@pytest.mark.parametrize("own_lead, expected", [(5.0, "Logger(__name__)"), (30.0, "Handler(x)")])
+def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_own(own_lead, expected):
+    """`logger = logging.get` starts like a line above: its rest is the answer (no denoising) unless the model's
+    own line leads the copy by more than copy_prior (+ the whole-line bonus); the copy is scored to its line end."""
+    tok = CodeTokenizer.train(CODE + ["logger = logging.getLogger(__name__)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    denoised, asked_ends = [], []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            return [(tok.encode("Handler(x)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            asked_ends.append(end_ids)
+            return [-1.0 - own_lead for _ in continuations]
+
+        def generate(self, prompt, init=None, **kw):
+            denoised.append(init)
+            return [t for t in init if t > 1]
+
+    eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", token_healing=False, symbol_prior=None))
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
+    assert out is not None and out.text == expected
+    assert bool(denoised) == (expected == "Handler(x)") and out.source == ("model" if denoised else "copy")
+    assert asked_ends and 1 in asked_ends[0] and tok.encode("\n")[0] in asked_ends[0]
+    # off: the model's line, and no copy is scored
+    eng.options = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, copy_prior=None)
+    asked_ends.clear()
+    assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Handler(x)"
+    assert asked_ends == []
+
+
+@pytest.mark.parametrize("contest, own_lead, copied", [(True, 5.0, True), (True, 30.0, False), (False, 30.0, True)])
+def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contest, own_lead, copied):
+    """On an empty line, the line that followed `client = make_client()` in another function is the answer
+    (one line, nothing denoised); in a contest, unless the model's own best line (a one-line beam) leads it by
+    more than next_line_prior. Without one the copy wins and no beam is drafted."""
+    tok = CodeTokenizer.train(CODE + ["client = make_client()\nclient.connect(host)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    denoised, line_beams = [], []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            if tok.encode("\n")[0] in stop_ids:
+                line_beams.append(k)
+            return [(tok.encode("pass\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            return [-1.0 - own_lead for _ in continuations]
+
+        def generate(self, prompt, init=None, **kw):
+            denoised.append(init)
+            return super().generate(prompt, init=init)
+
+    knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None, next_line_contest=contest)
+    eng = CompletionEngine(Drafter(net), tok, knobs)
+    text = (
+        "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n    \n"
+    )
+    offset = text.rindex("    \n") + 4
+    out = eng.complete(SyntaxDocument(text, "python"), offset)
+    assert line_beams == ([3] if contest else [])  # the model's own best line came from the beam
+    assert out is not None and (out.text == "client.connect(host)") == copied
+    assert bool(denoised) != copied
+
+
+def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
+    """`cli|` under `client = make_client()`: the line that followed it in another function starts with the typed
+    text, so its rest is the answer (no draft, nothing denoised); typed text it does not start with gets none."""
+    tok = CodeTokenizer.train(CODE + ["client = make_client()\nclient.connect(host)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    drafted = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            drafted.append(k)
+            return [(tok.encode("ose()\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            return [-50.0 for _ in continuations]  # far less likely than the draft: a copy wins all the same
+
+    eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", symbol_prior=None, token_healing=False))
+    head = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n"
+    out = eng.complete(SyntaxDocument(head + "    cli\n", "python"), len(head) + 7)
+    assert out is not None and out.text == "ent.connect(host)" and drafted == [] and out.source == "next line"
+    out = eng.complete(SyntaxDocument(head + "    pr\n", "python"), len(head) + 6)
+    assert out is not None and out.text == "ose()" and drafted and out.source == "model"  # `pr` + its own
+
+
+@pytest.mark.parametrize(
+    "gap, hedge, expected", [(0.5, 1.0, "Equal("), (3.0, 1.0, "Equal(y, 2)"), (0.5, None, "Equal(y, 2)")]
+)
+def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, expected):
+    """Two lines start like `self.assert`; when the model scores their rests within copy_hedge nats, the answer
+    is what they share (`Equal(`), else the better one."""
+    tok = CodeTokenizer.train(CODE + ["self.assertEqual(x, 1)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            return [(tok.encode("True(z)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            return [-2.0 if "y" in tok.decode(c) else -2.0 - gap for c in continuations]
+
+    knobs = options(steps=2, draft="ar", symbol_prior=None, token_healing=False, copy_hedge=hedge)
+    eng = CompletionEngine(Drafter(net), tok, knobs)
+    text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h():\n    self.assert\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.rindex("assert") + 6)
+    assert out is not None and out.text == expected and out.source == "copy"
+
+
+def test_copies_are_looked_for_only_where_they_could_match():
+    """A line above to follow, or enough typed on a line: only then are the files around read."""
+    assert could_match("for item in items:\n    ", 23, "lines")
+    assert could_match("x=1\nlogger = logging.get", 24, "line")  # enough typed (the line above is too short)
+    assert not could_match("x=1\nlogger = logging.get", 24, "lines")  # typed text counts on a rest of line only
+    assert not could_match("x=1\nlog", 7, "line")  # too little typed
+    assert not could_match("", 0, "lines")

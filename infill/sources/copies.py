@@ -1,28 +1,36 @@
-"""Rest-of-line candidates copied from the document: code repeats itself.
+"""Candidates copied from the code around: code repeats itself.
 
 When the text typed on the current line (`self.assertEqual(` or `logger = logging.get`) also occurs elsewhere in
-the file, the rest of that other line is a strong guess for the rest of this one. A small model spells long
-identifiers and repeated argument lists badly; a copy spells them right, and the model only has to judge
-whether the copy fits here (see CompletionEngine). Measured on held-out code (docs/benchmarks.md): the best copy
-alone is as often exactly right as the model's own line, and the two are right on different lines.
+the file (or beside it, or in another open document), the rest of that other line is a strong guess for the rest
+of this one; on a new line, so is the line that followed the line above the cursor's elsewhere. A small model
+spells long identifiers and repeated argument lists badly; a copy spells them right, and the model only has to
+judge whether the copy fits here: it scores each to its line end, and a copy wins unless the model believes its
+own line by more than `copy_prior` (infill.ranking). The best copy alone is as often exactly right as the model's
+own line, and the two are right on different lines (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import ranking
+from ..around.neighbours import WINDOW_AFTER, WINDOW_BEFORE
+from ..options import CopyOptions
+from ..prompted import PromptedModel
+from ..request import Request
+
 MIN_KEY = 5  # characters of the line above that must match for next-line copies
 # characters typed on the line that must match for rest-of-line copies: shorter contexts are left to the n-gram
-# model (model.ngram), which weighs them token by token (tuning set: 5 -> 8 chars, useful 0.523 -> 0.569)
+# model (model.ngram), which weighs them token by token (docs/benchmarks.md)
 MIN_TYPED_KEY = 8
-WINDOW_BEFORE = 20_000  # characters of the document before the cursor line searched for matches
-WINDOW_AFTER = 5_000  # ... and after it
 MAX_CANDIDATES = 4
 MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
 MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
+WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
 
 
 @dataclass(frozen=True)
@@ -133,12 +141,6 @@ def can_copy_next_line(text: str, offset: int) -> bool:
     return _enough_above(_lines_before(text, text.rfind("\n", 0, offset) + 1, 2))
 
 
-def line_above(text: str, offset: int) -> str:
-    """The nearest non-empty line above the cursor's line, stripped ("" at the top): what next-line copies match."""
-    above = _lines_before(text, text.rfind("\n", 0, offset) + 1, 1)
-    return above[0][1].strip() if above else ""
-
-
 def _next_line(source: str, line_end: int) -> tuple[int, str] | None:
     """The first non-empty line within three after the line that ends at `line_end`: (start, line), or None."""
     for _ in range(3):
@@ -209,3 +211,61 @@ def next_line_copies(
                 found[rest] = evidence
     ranked = sorted(found, key=lambda r: (found[r][0], counts[r], found[r][1]), reverse=True)
     return [LineCopy(r, found[r][0], True, counts[r]) for r in ranked[:limit]]
+
+
+def could_match(text: str, offset: int, kind: str) -> bool:
+    """Whether copies could match here (a line above, or enough typed on a line): only then are the files around
+    read."""
+    return can_copy_next_line(text, offset) or (kind == "line" and len(typed_on_line(text, offset)) >= MIN_TYPED_KEY)
+
+
+def next_line_copy(
+    asked: PromptedModel, request: Request, others: Sequence[str], options: CopyOptions, canvas: int, beam: int
+) -> list[int] | None:
+    """Token ids of the line that follows the line above the cursor's elsewhere (in the file, in `others`) and
+    starts with what is typed, or None: the copy the model scores best. With `next_line_contest` it must come
+    within `next_line_prior` nats of the model's own best line (a beam `beam` wide on a `canvas`)."""
+    found = next_line_copies(request.text, request.offset, others) if options.copy_prior is not None else []
+    if not found:
+        return None
+    rival, prior = -math.inf, options.copy_prior  # no contest: the model's own line is not drafted
+    if options.next_line_contest:
+        stops = asked.vocabulary.line_stops()
+        rival = asked.best_draft(canvas - 1, stops, request.first, beam)[1]
+        prior = options.next_line_prior
+    hedge = options.copy_hedge if request.line else None
+    return _preferred(asked, found, request.healed, rival, prior, hedge)
+
+
+def rest_of_line_copy(
+    asked: PromptedModel, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
+) -> list[int] | None:
+    """Token ids of a rest of line copied from another line that starts the same way that should be the answer
+    instead of the model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or
+    an argument list is a better guess than one the model makes up (docs/benchmarks.md)."""
+    if options.copy_prior is None:
+        return None
+    found = line_copies(request.text, request.offset, others)
+    return _preferred(asked, found, request.healed, draft_score, options.copy_prior, options.copy_hedge)
+
+
+def _preferred(
+    asked: PromptedModel, found: list[LineCopy], healed: str, rival: float, prior: float, hedge: float | None
+) -> list[int] | None:
+    """The ids of the copy the model scores best (to its line end) plus its prior (more for a whole line), if it
+    does not trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely:
+    the answer is the start they share (when it is more than whitespace)."""
+    if not found:
+        return None
+    encoded = [asked.encode(healed + c.rest) for c in found]
+    scores = asked.line_scores(encoded)
+    priors = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in found]
+    top = ranking.best(scores, priors)
+    if ranking.trails(scores[top], priors[top], rival):
+        return None
+    if hedge is not None:
+        rivals = [found[i].rest for i in ranking.within(scores, priors, top, hedge)]
+        shared = os.path.commonprefix([found[top].rest, *rivals]) if rivals else ""
+        if shared.strip():
+            return asked.encode(healed + shared)
+    return encoded[top]

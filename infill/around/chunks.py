@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .languages import parser_for
+from ..languages import parser_for
 
 # Node types that define something (their `name` field names it) or import something, per language.
 DEFINITIONS = {

@@ -1,8 +1,8 @@
-"""Files beside the edited one: same folder and extension, never the file itself, re-read only when changed."""
+"""The folder's files beside the edited one: same extension, never the file itself, re-read only when changed."""
 
 import os
 
-from diffill.infill.neighbors import LISTING_TTL_S, MAX_FILE_BYTES, SiblingFiles
+from diffill.infill.around.folder import LISTING_TTL_S, MAX_FILE_BYTES, FolderFiles
 
 
 def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):
@@ -14,13 +14,13 @@ def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "d.py").write_text("w = 4\n")
     (tmp_path / "link.py").symlink_to(tmp_path / "b.py")
-    texts = SiblingFiles().texts(tmp_path / "a.py")
+    texts = FolderFiles().texts(tmp_path / "a.py")
     assert [(p.name, t) for p, t in texts] == [("b.py", "y = 2\n")]
 
 
 def test_the_folder_is_listed_again_after_a_while_and_a_changed_sibling_read_again(tmp_path):
     now = [0.0]
-    sib = SiblingFiles(clock=lambda: now[0])
+    sib = FolderFiles(clock=lambda: now[0])
     (tmp_path / "b.py").write_text("y = 2\n")
     assert [t for _, t in sib.texts(tmp_path / "a.py")] == ["y = 2\n"]
     (tmp_path / "b.py").write_text("y = 22\n")

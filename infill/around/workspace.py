@@ -21,8 +21,8 @@ import pathspec
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from ..languages import language_for
 from .chunks import Chunk, extract_chunks
-from .languages import language_for
 
 log = logging.getLogger(__name__)
 

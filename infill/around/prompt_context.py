@@ -4,48 +4,45 @@ ranges the user edited recently, each under a file-path header, within a token b
 from __future__ import annotations
 
 import re
-import threading
-from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..document import SyntaxDocument
 from .chunks import Chunk
+from .recent_edits import RecentEdits
 from .workspace import WorkspaceIndex, identifiers
 
 CONTEXT_LINES_BEFORE = 30
+CHARS_PER_CONTEXT_TOKEN = 3  # the budget in tokens, packed in characters
 IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
-class RecentRange:
-    path: str
-    line: int
-    text: str
+class PromptContext:
+    """The context blocks of a document's prompt, gathered again only when the cursor line or the index changes,
+    so the prompt (and with it the reused encoder cache) stays stable while the user types along a line."""
 
+    def __init__(self) -> None:
+        self._blocks: list[str] = []
+        self._stamp: tuple | None = None
 
-class RecentEdits:
-    """Ring buffer of recently edited or opened ranges (a few lines each), newest last."""
-
-    def __init__(self, capacity: int = 16):
-        self._items: deque[RecentRange] = deque(maxlen=capacity)
-        self._lock = threading.Lock()
-
-    def record(self, path: str, text: str, line: int, radius: int = 3) -> None:
-        lines = text.split("\n")
-        lo, hi = max(0, line - radius), min(len(lines), line + radius + 1)
-        snippet = "\n".join(lines[lo:hi]).strip("\n")
-        if not snippet.strip():
-            return
-        with self._lock:
-            # One entry per (file, neighbourhood): a new edit nearby replaces the old one.
-            for old in list(self._items):
-                if old.path == path and abs(old.line - line) <= radius:
-                    self._items.remove(old)
-            self._items.append(RecentRange(path, lo, snippet))
-
-    def items(self, exclude_path: str | None = None) -> list[RecentRange]:
-        with self._lock:
-            return [r for r in reversed(self._items) if r.path != exclude_path]
+    def blocks(
+        self,
+        doc: SyntaxDocument,
+        offset: int,
+        key: str | None,
+        path: str | None,
+        workspace: WorkspaceIndex | None,
+        recent: RecentEdits | None,
+        budget_tokens: int,
+    ) -> list[str]:
+        """The blocks for a completion at `offset` of the document `key` (saved at `path`)."""
+        if not budget_tokens or (workspace is None and recent is None):
+            return []
+        line = doc.text.count("\n", 0, offset)
+        stamp = (key, line, workspace.version if workspace is not None else 0)
+        if self._stamp != stamp:
+            self._blocks = gather(doc.text, offset, path, workspace, recent, budget_tokens * CHARS_PER_CONTEXT_TOKEN)
+            self._stamp = stamp
+        return self._blocks
 
 
 def query_terms(text: str, offset: int) -> list[str]:

@@ -5,8 +5,7 @@ import time
 
 import pytest
 
-from diffill.infill.context import RecentEdits, gather, query_terms
-from diffill.infill.workspace import WorkspaceIndex, identifiers
+from diffill.infill.around.workspace import WorkspaceIndex, identifiers
 
 
 def write(path, text):
@@ -96,21 +95,3 @@ def test_caps_on_files_and_chunks(tmp_path):
     index = WorkspaceIndex([tmp_path], max_chunks=35)
     index.scan()
     assert index.chunk_count() <= 35
-
-
-def test_gather_packs_definitions_and_recent_edits_under_budget(ws):
-    index = WorkspaceIndex([ws])
-    index.scan()
-    recent = RecentEdits(capacity=4)
-    recent.record(str(ws / "web" / "app.ts"), "a\nb\nconst page = renderPage('x')\nc\n", 2, radius=1)
-    text = "from util import parse_header\n\nkey = parse_head"
-    blocks = gather(text, len(text), str(ws / "main.py"), index, recent, max_chars=400)
-    assert blocks[0].startswith("# util.py\ndef parse_header(line):")
-    assert blocks[-1].startswith("# web/app.ts\n") and "renderPage('x')" in blocks[-1]
-    assert sum(len(b) for b in blocks) <= 400
-    assert gather(text, len(text), str(ws / "main.py"), index, recent, max_chars=10) == []
-
-
-def test_query_terms_weigh_the_cursor_line():
-    terms = query_terms("import os\nvalue = compute_total(items)", 34)
-    assert terms.count("compute_total") == 3 and terms.count("os") == 1

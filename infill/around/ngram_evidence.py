@@ -1,7 +1,8 @@
-"""The code a cache n-gram model (diffill.model.ngram) learns from at a completion: the document around the cursor
-and the texts copies come from (other open documents, the files beside it).
+"""The n-gram evidence of a completion: a cache n-gram model (diffill.model.ngram) of the document around the
+cursor and the texts copies come from (other open documents, the files beside it), with the model's corpus memory
+(diffill.model.memory), mixed into every model call.
 
-Tokenizing is the cost (about 1 MB of code a second), so each text is tokenized once and kept while it is the same
+Tokenizing is the cost (docs/benchmarks.md), so each text is tokenized once and kept while it is the same
 (the files beside the document come back as the same strings while they do not change), and the indexes are
 rebuilt only when their texts change: typing along a line leaves the text above and below it as it was. A
 completion tokenizes at most MAX_NEW_CHARS of texts it has not seen (the others join at later completions), and
@@ -11,6 +12,7 @@ a keystroke.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -18,17 +20,21 @@ from pathlib import Path
 
 import numpy as np
 
-from diffill.model.ngram import TokenIndex
+from diffill.model.memory import CorpusMemory
+from diffill.model.ngram import NgramMixer, TokenIndex
 
-from .copies import WINDOW_AFTER, WINDOW_BEFORE
+from ..options import EvidenceOptions
+from .neighbours import WINDOW_AFTER, WINDOW_BEFORE, Neighbours
+
+log = logging.getLogger(__name__)
 
 MAX_CACHED_TOKENS = 4_000_000  # token ids kept for texts seen lately (int32: 16 MB)
-MAX_NEW_CHARS = 256_000  # characters of texts not seen before that one completion tokenizes (about 80 ms)
-# characters of a folder's files learned from, newest first (hf_hub: 1 MB scores as 4 MB; 300 KB loses a point)
+MAX_NEW_CHARS = 256_000  # characters of texts not seen before that one completion tokenizes (docs/benchmarks.md)
+# characters of a folder's files learned from, newest first: more scores no better (docs/benchmarks.md)
 MAX_FOLDER_CHARS = 1_000_000
 
 
-class NgramSources:
+class NgramEvidence:
     """Token indexes of the document around the cursor, the other open documents and the edited file's folder,
     kept between completions; `indexes` hands one completion those it learns from (thread-safe against `warm`)."""
 
@@ -145,6 +151,32 @@ class NgramSources:
             if index is not None:
                 indexes.append(index)
         return indexes
+
+    def mixer(
+        self,
+        text: str,
+        offset: int,
+        prompt: list[int],
+        around: Neighbours | None,
+        memory: CorpusMemory | None,
+        options: EvidenceOptions,
+    ) -> NgramMixer | None:
+        """The evidence of a completion at `offset` of `text` after `prompt`: the cache of the code around (none
+        without `around`) and the corpus `memory`, or None when both are off."""
+        memory = memory if options.memory_weight is not None else None
+        indexes: list[TokenIndex] = []
+        if options.ngram_weight is not None and around is not None:
+            try:
+                indexes = self.indexes(text, offset, around.opened, around.folder, around.here)
+            except Exception:  # extra evidence must never cost the completion
+                log.exception("n-gram cache")
+        if not indexes and memory is None:
+            return None
+        weight = options.ngram_weight if options.ngram_weight is not None else 0.0  # (no index: unused)
+        memory_weight = options.memory_weight if options.memory_weight is not None else 0.0  # (no memory: unused)
+        return NgramMixer(
+            indexes, prompt, weight, options.ngram_per_order, memory, memory_weight, options.memory_per_order
+        )
 
 
 def _within(folder: Sequence[tuple[Path, str]], chars: int) -> list[tuple[Path, str]]:

@@ -1,4 +1,5 @@
-"""Files beside the one being edited: texts that rest-of-line copies (infill.copies) may come from.
+"""The files of the edited one's folder: texts that copies (infill.sources.copies) come from and the n-gram
+evidence (infill.around.ngram_evidence) learns from.
 
 A project repeats itself across files far more than a model of a few million parameters can remember: test
 modules call the same helpers, clients mirror each other, handlers share their boilerplate. The files in the
@@ -20,8 +21,8 @@ MAX_LISTED = 2000  # folder entries looked at
 LISTING_TTL_S = 2.0  # a folder is listed (and its files stat'ed) again after this long, not on every keystroke
 
 
-class SiblingFiles:
-    """Texts of the files beside a path (same folder, same extension, not the file itself)."""
+class FolderFiles:
+    """Texts of the files beside a path (same folder, same extension; the file itself only when asked)."""
 
     def __init__(self, clock=time.monotonic) -> None:
         self._texts: dict[Path, tuple[tuple[int, int], str]] = {}  # path -> ((mtime_ns, size), text)

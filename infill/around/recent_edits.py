@@ -1,0 +1,40 @@
+"""The ranges the user edited or opened lately: what they are working on is context for the prompt
+(infill.around.prompt_context), kept as a few lines each, newest last."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RecentRange:
+    path: str
+    line: int
+    text: str
+
+
+class RecentEdits:
+    """Ring buffer of recently edited or opened ranges (a few lines each), newest last."""
+
+    def __init__(self, capacity: int = 16):
+        self._items: deque[RecentRange] = deque(maxlen=capacity)
+        self._lock = threading.Lock()
+
+    def record(self, path: str, text: str, line: int, radius: int = 3) -> None:
+        lines = text.split("\n")
+        lo, hi = max(0, line - radius), min(len(lines), line + radius + 1)
+        snippet = "\n".join(lines[lo:hi]).strip("\n")
+        if not snippet.strip():
+            return
+        with self._lock:
+            # One entry per (file, neighbourhood): a new edit nearby replaces the old one.
+            for old in list(self._items):
+                if old.path == path and abs(old.line - line) <= radius:
+                    self._items.remove(old)
+            self._items.append(RecentRange(path, lo, snippet))
+
+    def items(self, exclude_path: str | None = None) -> list[RecentRange]:
+        with self._lock:
+            return [r for r in reversed(self._items) if r.path != exclude_path]

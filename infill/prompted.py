@@ -1,0 +1,55 @@
+"""The model as one completion asks it: every call goes with that completion's prompt, its encoder cache and its
+n-gram evidence, so that the candidate sources and the ranking only say what they ask."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from diffill.model.api import DiffusionModel
+from diffill.model.ngram import NgramMixer
+
+from .request import Constraint
+from .vocabulary import Vocabulary
+
+
+@dataclass(frozen=True)
+class PromptedModel:
+    model: DiffusionModel
+    vocabulary: Vocabulary
+    prompt: list[int]
+    cache: Any  # the prompt's encoder cache (model.prompt_cache), reused by every call
+    mix: NgramMixer | None  # the n-gram evidence mixed into every call's probabilities, or None
+
+    def encode(self, text: str) -> list[int]:
+        return self.vocabulary.tokenizer.encode(text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.vocabulary.tokenizer.decode(ids)
+
+    def best_draft(
+        self, max_tokens: int, stop: set[int], first: Constraint | None, k: int, head: list[int] | None = None
+    ) -> tuple[list[int], float]:
+        """The likeliest draft of a beam `k` wide (k=1: the greedy draft) after the prompt (and `head`, tokens
+        already chosen) and its summed log-probability."""
+        prompt, mix = self.prompt, self.mix
+        if head is not None:
+            prompt, mix = prompt + head, mix and mix.after(head)
+        return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix)[0]
+
+    def scores(self, continuations: list[list[int]]) -> list[float]:
+        """Each continuation's summed log-probability after the prompt."""
+        return self.model.continuation_logprobs(self.prompt, continuations, self.cache, mix=self.mix)
+
+    def line_scores(self, continuations: list[list[int]]) -> list[float]:
+        """Each continuation's summed log-probability after the prompt, the end of its line included."""
+        stops = self.vocabulary.line_stops()
+        return self.model.continuation_logprobs(self.prompt, continuations, self.cache, end_ids=stops, mix=self.mix)
+
+    def token_logprobs(self, ids: list[int]) -> list[float]:
+        """The log-probability of each token of `ids` after the prompt and the tokens before it."""
+        return self.model.token_logprobs(self.prompt, ids, self.cache, self.mix)
+
+    def denoise(self, **sampling: Any) -> list[int]:
+        """A canvas denoised after the prompt (DiffusionModel.generate's options)."""
+        return self.model.generate(self.prompt, cache=self.cache, **sampling)

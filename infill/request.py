@@ -1,0 +1,146 @@
+"""A completion's request as the model sees it: where the answer goes (the span) and the prompt that asks for it.
+
+The span decides the canvas: mid-line, the rest of the line is regenerated (the model was trained on rest-of-line
+middles that run to the line end, so the edit replaces what follows the cursor on that line, and the prompt's
+suffix starts at the line end); after a block opener or in an empty body, a multi-line body; on an empty line, a
+few lines. Mid-line, the prompt's partial last token is taken back (token healing): the answer must start with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from diffill.model.fim import build_prompt
+
+from .document import SyntaxDocument
+from .options import PromptOptions
+from .spans import Span, select_span
+from .vocabulary import Vocabulary
+
+CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
+WORD_PIECE = re.compile(r" ?\w+")  # a token inside a word (the first of a word may carry its leading space)
+KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
+
+# The ids a draft's next token may take given the tokens it has so far, or None: any.
+Constraint = Callable[[list[int]], list[int] | None]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One completion at `offset` of `text`: its span, its prompt and what healing took back from it."""
+
+    text: str
+    offset: int
+    span: Span
+    suffix_start: int  # where the prompt's suffix starts: the line end for a rest of line (regenerated)
+    prompt: list[int]
+    healed: str  # text before the cursor taken back from the prompt: the answer starts with it
+    first: Constraint | None  # drafts: each token consistent with the healed text until it is written
+    first_ids: list[int] | None  # the denoiser: the same, for its first token only
+
+    @property
+    def line(self) -> bool:
+        """Whether the answer is the rest of the line (else a block or a few lines)."""
+        return self.span.kind == "line"
+
+    @property
+    def known_tail(self) -> str:
+        """The text after the cursor that a rest of line must end with (closers, punctuation), or ""."""
+        tail = self.text[self.offset : self.suffix_start].rstrip() if self.line else ""
+        return tail if is_known_tail(tail) else ""
+
+    def unhealed(self, raw: str) -> str:
+        """The text of an answer after the healed text it starts with (already in the buffer); "" when it does not."""
+        if self.healed:
+            return raw[len(self.healed) :] if raw.startswith(self.healed) else ""
+        return raw
+
+
+def is_known_tail(tail: str) -> bool:
+    """Text after the cursor that a completion must end with: short runs of closers and punctuation."""
+    return 0 < len(tail) <= 8 and set(tail) <= KNOWN_TAIL
+
+
+def build_request(
+    doc: SyntaxDocument, offset: int, context: Sequence[str], vocabulary: Vocabulary, options: PromptOptions
+) -> Request:
+    """The request at `offset` (within the text) with the cross-file `context` blocks in its prompt."""
+    span = select_span(doc, offset)
+    suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
+    heal = options.token_healing and span.kind == "line"
+    prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
+    first = healing(healed, vocabulary)
+    first_ids = first([]) if first is not None else None
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids)
+
+
+def prompt_ids(
+    text: str,
+    offset: int,
+    suffix_start: int,
+    vocabulary: Vocabulary,
+    options: PromptOptions,
+    context: Sequence[str] = (),
+    heal: bool = False,
+) -> tuple[list[int], str]:
+    """(FIM prompt ids, healed text). With `heal`, the prefix's last token is taken back when it is a piece of the
+    current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle; `return ` ends in a space,
+    which the model writes as the start of the next word): the answer must then start with that text (see
+    `healing`), so the model writes the whole natural token."""
+    tokenizer = vocabulary.tokenizer
+    prefix = _prefix_window(text, offset, options.max_prompt_tokens * CHARS_PER_TOKEN)
+    suffix = text[suffix_start : suffix_start + options.max_suffix_tokens * CHARS_PER_TOKEN]
+    suffix_ids = _suffix_ids(suffix, vocabulary, options.max_suffix_tokens)
+    blocks = [tokenizer.encode(b) for b in context]
+    prefix_ids = tokenizer.encode(prefix)
+    healed = ""
+    if heal and len(prefix_ids) > 1:
+        last = tokenizer.decode(prefix_ids[-1:])
+        typed_before = prefix[: len(prefix) - len(last)].rsplit("\n", 1)[-1].strip()
+        # a trailing space after code is taken back too (`return |`); a line's indentation is not
+        partial = last.strip() or typed_before
+        if partial and "\n" not in last and prefix.endswith(last) and vocabulary.starting_with(last):
+            prefix_ids, healed = prefix_ids[:-1], last
+            taken = 1
+            while taken < options.heal_tokens and len(prefix_ids) > 1 and WORD_PIECE.fullmatch(healed):
+                piece = tokenizer.decode(prefix_ids[-1:])
+                if healed.startswith(" ") or not WORD_PIECE.fullmatch(piece) or not prefix.endswith(piece + healed):
+                    break
+                prefix_ids, healed, taken = prefix_ids[:-1], piece + healed, taken + 1
+    prompt = build_prompt(prefix_ids, suffix_ids, options.max_prompt_tokens, options.max_suffix_tokens, context=blocks)
+    return prompt, healed
+
+
+def healing(healed: str, vocabulary: Vocabulary) -> Constraint | None:
+    """The draft constraint of token healing: the ids a draft's next token may take until its text covers
+    `healed` (None after: any), so that a word taken back in pieces is written again in whichever tokens the
+    model likes."""
+    if not healed:
+        return None
+
+    def allowed(tokens: list[int]) -> list[int] | None:
+        done = vocabulary.tokenizer.decode(tokens) if tokens else ""
+        return vocabulary.consistent_with(healed[len(done) :]) if len(done) < len(healed) else None
+
+    return allowed
+
+
+def _prefix_window(text: str, offset: int, chars: int) -> str:
+    """The text before the cursor, cut at a line start so the first token is not a fragment. The cut point
+    moves in steps of 1 KiB, not with every keystroke, so that consecutive prompts share their beginning."""
+    start = max(0, (offset - chars) // 1024 * 1024)
+    if start:
+        nl = text.find("\n", start, offset)
+        start = nl + 1 if nl >= 0 else start
+    return text[start:offset]
+
+
+def _suffix_ids(suffix: str, vocabulary: Vocabulary, budget: int) -> list[int]:
+    """The suffix's head in whole lines (a syntax boundary, not a token count, ends it) within the budget."""
+    ids = vocabulary.tokenizer.encode(suffix)
+    while len(ids) > budget and "\n" in suffix.rstrip("\n"):
+        suffix = suffix[: suffix.rstrip("\n").rfind("\n") + 1]
+        ids = vocabulary.tokenizer.encode(suffix)
+    return ids

@@ -1,0 +1,108 @@
+"""The model's own answer: a draft from the encoder's LM head seeds the canvas (the denoiser then refines it
+instead of starting from noise), and the known text after the cursor is pinned where the model ended its line.
+
+A rest-of-line draft comes from a beam to the line end (the continuation the model believes most as a whole) and
+a known name may start its word (infill.sources.names); other spans take the greedy draft to EOS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from diffill.model.fim import build_canvas
+from diffill.model.tokenizer import EOS
+
+from ..options import DraftOptions, RankOptions
+from ..prompted import PromptedModel
+from ..request import Request
+from .names import KnownNames, preferred_name
+
+
+@dataclass(frozen=True)
+class Draft:
+    canvas: list[int]  # the canvas seeded with the draft
+    score: float  # the summed log-probability of the model's own best draft (its stop token included)
+
+
+def canvas_length(line: bool, model_canvas: int, options: DraftOptions) -> int:
+    """The canvas of a span (`line`: a rest of line, which rarely needs a whole one: a shorter one costs less a
+    step)."""
+    canvas = options.canvas_length if options.canvas_length is not None else model_canvas
+    if line and options.line_canvas_length is not None:
+        canvas = min(canvas, options.line_canvas_length)
+    return canvas
+
+
+def draft(
+    asked: PromptedModel, request: Request, canvas: int, options: DraftOptions, names: KnownNames | None
+) -> Draft:
+    """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans). With
+    `names`, a known name replaces the draft's own word when the model believes it nearly as much, and the draft
+    goes on after it."""
+    stop = asked.vocabulary.line_stops() if request.line else {EOS}
+    k = options.draft_candidates if request.line else 1
+    ids, score = asked.best_draft(canvas - 1, stop, request.first, k)
+    if names is not None:
+        head = preferred_name(asked, ids, names)
+        if head is not None and len(head) < canvas - 1:
+            rest = asked.best_draft(canvas - 1 - len(head), stop, None, k, head=head)
+            ids = head + rest[0]
+    while ids and ids[-1] in stop:
+        ids.pop()
+    return Draft(build_canvas(ids, canvas), score)
+
+
+def denoise(
+    asked: PromptedModel,
+    request: Request,
+    canvas: int,
+    init: list[int] | None,
+    cancel: Callable[[], bool] | None,
+    options: DraftOptions,
+    rank: RankOptions,
+) -> list[int]:
+    """The denoised answer (from `init`, a drafted canvas, or from noise); a block gets two canvases. The
+    denoiser cuts at doubt only what the encoder does not judge (infill.ranking judges AR rest-of-line drafts)."""
+    return asked.denoise(
+        max_new_tokens=canvas * (1 if request.line else 2),
+        seed=options.seed,
+        steps=options.steps,
+        canvas_length=canvas,
+        cancel=cancel,
+        init=init,
+        min_confidence=0.0 if options.ar and request.line else rank.span_confidence,
+        first_allowed=request.first_ids,
+    )
+
+
+def with_known_tail(
+    asked: PromptedModel,
+    request: Request,
+    ids: list[int],
+    canvas: int,
+    cancel: Callable[[], bool] | None,
+    options: DraftOptions,
+    rank: RankOptions,
+) -> list[int]:
+    """`ids`, or when they do not end with the known text after the cursor (closing brackets), a second denoising
+    with that text pinned where the model ended its line, then EOS: the model fills what comes before it."""
+    tail = request.known_tail
+    if not tail or asked.decode(ids).rstrip().endswith(tail):
+        return ids
+    tail_ids = asked.encode(tail)
+    if len(tail_ids) + 2 > canvas:
+        return ids
+    start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
+    pins = {start + i: t for i, t in enumerate(tail_ids)}
+    pins[start + len(tail_ids)] = EOS
+    return asked.denoise(
+        max_new_tokens=canvas,
+        seed=options.seed,
+        steps=options.steps,
+        canvas_length=canvas,
+        pinned=pins,
+        cancel=cancel,
+        min_confidence=0.0 if options.ar else rank.span_confidence,  # the encoder cuts
+        first_allowed=request.first_ids,
+    )

@@ -1,0 +1,84 @@
+"""Names the project knows, as candidates for the word being typed: a definition the project has is a better guess
+than a word a small model makes up, and the model still rules out names that do not fit (bench context)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from .. import ranking
+from ..around.prompt_context import IDENT_TAIL, query_terms
+from ..around.workspace import IDENT, WorkspaceIndex
+from ..prompted import PromptedModel
+
+WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
+ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `from .x`, `..`, `...`)
+ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
+SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
+MAX_SYMBOLS = 8
+
+
+@dataclass(frozen=True)
+class KnownNames:
+    """Names that extend the word being typed. `healed` and the typed word both end the text at the cursor, so a
+    name's text after the prompt is `healed + name[len(typed):]`."""
+
+    healed: str
+    typed: str
+    names: list[str]
+    prior: float  # nats the model's own word may lead a name by and still lose (NameOptions.symbol_prior)
+
+
+def known_names(
+    text: str, offset: int, healed: str, workspace: WorkspaceIndex | None, path: str | None, prior: float | None
+) -> KnownNames | None:
+    """The known names that extend the word at the cursor, or None (also when `prior` is None: off). After
+    `obj.`, the attributes the file uses on `obj` (most frequent first); after a word of two or more characters,
+    the names that start with it in the file around the cursor (most frequent first), then the definitions of
+    other workspace files."""
+    if prior is None or WORD_HEAD.match(text, offset).group(0):
+        return None
+    m = IDENT_TAIL.search(text, max(0, offset - 64), offset)
+    typed = m.group(0) if m else ""
+    start = offset - len(typed)
+    window = text[max(0, offset - SYMBOL_WINDOW) : start] + " " + text[offset : offset + SYMBOL_WINDOW // 4]
+    if not typed:
+        owner = ATTRIBUTE_OWNER.search(text, max(0, offset - 64), offset)
+        if owner is None:
+            return None
+        used = re.findall(rf"(?<![\w.]){re.escape(owner.group(1))}\.([A-Za-z_]\w*)", window)
+        names = [w for w, _ in Counter(used).most_common(MAX_SYMBOLS)]
+        return KnownNames(healed, typed, names, prior) if names else None
+    if len(typed) < 2:
+        return None
+    if ATTRIBUTE_DOT.search(text, max(0, start - 2), start):  # `f.re|` is an attribute: names used after a dot
+        used = re.findall(rf"(?<=[\w)\]])\.({re.escape(typed)}\w*)", window)
+    else:
+        used = IDENT.findall(window)
+    near = Counter(w for w in used if w.startswith(typed) and w != typed)
+    names = [w for w, _ in near.most_common(MAX_SYMBOLS)]
+    if workspace is not None:
+        chunks = workspace.search(query_terms(text, offset), exclude_path=path, k=8, prefix=typed)
+        names += [c.name for c in chunks if c.name.startswith(typed) and c.name != typed]
+    names = list(dict.fromkeys(names))[:MAX_SYMBOLS]
+    return KnownNames(healed, typed, names, prior) if names else None
+
+
+def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) -> list[int] | None:
+    """Token ids of the known name that should start the answer instead of the draft's own word, or None. The
+    model scores each name and its own word (log-probability after the prompt); a name wins unless the model's
+    own word leads it by more than the prior."""
+    text = asked.decode(draft)
+    if not text.startswith(known.healed):
+        return None
+    own = known.typed + WORD_HEAD.match(text, len(known.healed)).group(0)
+    if own in known.names:
+        return None
+    options = [own] + known.names
+    encoded = [asked.encode(known.healed + name[len(known.typed) :]) for name in options]
+    scores = asked.scores(encoded)
+    top = 1 + ranking.best(scores[1:])
+    if ranking.trails(scores[top], known.prior, scores[0]):
+        return None
+    return encoded[top]

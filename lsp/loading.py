@@ -1,0 +1,133 @@
+"""Model loading for the server: on a thread of its own (the editor never waits), with progress in the editor.
+
+A model that fails to load is reported with a reason the user can act on; the server keeps serving with the
+model it already has, or else falls back to the embedded model, so that completions keep working.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lsprotocol import types
+
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from pygls.progress import Progress
+
+    from diffill.model.runtime import LoadedModel
+
+log = logging.getLogger("diffill")
+
+
+class Client(Protocol):
+    """The editor as the session and the loader see it (the language server): messages and progress."""
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities: ...
+
+    @property
+    def work_done_progress(self) -> Progress: ...
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None: ...
+
+
+class Host(Protocol):
+    """What the loader needs of the session: the settings of now (a queued load takes the latest), whether a
+    model serves already, and where a loaded one goes."""
+
+    settings: Settings
+    engine: Any
+
+    def install(self, loaded: LoadedModel) -> None: ...
+
+
+class ModelLoader:
+    """Loads the model the settings name, one load at a time; `state` and `error` are what diffill/status shows."""
+
+    def __init__(self, client: Client, host: Host) -> None:
+        self.client = client
+        self.host = host
+        self.state = "not loaded"
+        self.error: str | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        threading.Thread(target=self.load, name="diffill-load", daemon=True).start()
+
+    def load(self) -> None:
+        from diffill.model import runtime
+
+        with self._lock:
+            token = f"diffill-load-{uuid.uuid4()}"
+            source = self.host.settings.model or "embedded model"
+            progress = self._progress_begin(token, f"Loading {source}")
+            self.state = "loading"
+            try:
+                last = [0.0]
+
+                def on_progress(done: int, total: int) -> None:
+                    if progress and time.monotonic() - last[0] > 0.2:
+                        last[0] = time.monotonic()
+                        pct = int(100 * done / max(1, total))
+                        self.client.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
+
+                s = self.host.settings
+                quant = None if s.quantization == "none" else s.quantization
+                loaded = runtime.load(s.model, s.device, s.threads, on_progress, quant, dtype=s.precision)
+                self.host.install(loaded)
+                precision = str(loaded.model.net.dtype).removeprefix("torch.")
+                weights = f", {quant} weights" if quant else ""
+                self.state = f"ready ({loaded.source} on {loaded.device}, {precision}{weights})"
+                self.error = None
+                log.info("model %s", self.state)
+            except Exception as exc:  # the server stays up; the user sees why
+                self.error = _describe(exc)
+                log.exception("model load failed")
+                self.client.show(f"could not load model {source!r}: {self.error}")
+                if self.host.engine is not None:  # keep serving with the model already loaded
+                    self.state = "ready (previous model kept)"
+                elif self.host.settings.model:
+                    self._fall_back()
+                else:
+                    self.state = "failed"
+            finally:
+                if progress:
+                    self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.state))
+
+    def _fall_back(self) -> None:
+        """The embedded model on the CPU: it needs no download and fits any machine that runs an editor."""
+        from diffill.model import runtime
+
+        self.state = "loading (embedded fallback)"
+        try:
+            settings = self.host.settings
+            self.host.install(runtime.load("", "cpu", settings.threads, dtype=settings.precision))
+            self.state = "ready (embedded fallback)"
+            self.client.show("using the embedded model instead", types.MessageType.Warning)
+        except Exception:
+            log.exception("embedded fallback failed")
+            self.state = "failed"
+
+    def _progress_begin(self, token: str, title: str) -> bool:
+        caps = self.client.client_capabilities
+        if not (caps and caps.window and caps.window.work_done_progress):
+            return False
+        try:
+            self.client.work_done_progress.create(token).result(timeout=5)
+            self.client.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0))
+            return True
+        except Exception:
+            log.debug("progress not available", exc_info=True)
+            return False
+
+
+def _describe(exc: BaseException) -> str:
+    """The user-facing reason for a failed load: MemoryError() has no message, and the type alone says little."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return f"out of memory ({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
+    return str(exc) or type(exc).__name__

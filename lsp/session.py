@@ -1,0 +1,249 @@
+"""The state of one server, apart from the protocol: settings, documents, counters, the engine, the completion path.
+
+Completions run on one model worker thread; each document has at most one generation in flight, and an edit, a
+newer request or `$/cancelRequest` stops the older one between denoising steps. A request whose document changed
+meanwhile gets an empty answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from diffill.infill.around.recent_edits import RecentEdits
+from diffill.infill.around.workspace import WorkspaceIndex
+from diffill.infill.engine import Completion, CompletionEngine
+from diffill.infill.options import EngineOptions
+from diffill.infill.policy import CompletionPolicy
+from diffill.model.sampler import Cancelled
+
+from .cache import TypedAheadCache
+from .documents import DocState, apply_changes, guarded, open_state
+from .loading import Client, ModelLoader
+from .scheduler import Scheduler
+from .settings import Settings, SettingsError, parse_settings
+
+if TYPE_CHECKING:
+    from diffill.model.runtime import LoadedModel
+
+log = logging.getLogger("diffill")
+
+
+class Session:
+    """What one server keeps between messages; the handlers (server.py) only convert to and from the protocol."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client  # the server: messages and progress in the editor
+        self.settings = Settings()
+        self.docs: dict[str, DocState] = {}
+        self.cache = TypedAheadCache()
+        self.scheduler = Scheduler()
+        self.engine: CompletionEngine | None = None
+        self.loaded: LoadedModel | None = None  # its card (draft, answer cut-off, context) shapes the engine
+        self.loader = ModelLoader(client, self)
+        self.warm_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm")  # see _warm_sources
+        self.warming: set[str] = set()  # documents whose sources are being warmed (diffill/status)
+        self.stats = {
+            "requests": 0,
+            "model_calls": 0,
+            "cache_hits": 0,
+            "cancelled": 0,
+            "stale": 0,
+            "errors": 0,
+            "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
+        }
+        self.workspace_index: WorkspaceIndex | None = None
+        self.recent = RecentEdits()
+        self.context_enabled = False
+
+    # ----- settings and the model -----
+    def apply_settings(self, raw: Any, initial: bool = False) -> bool:
+        try:
+            new = parse_settings(raw, self.settings)
+        except SettingsError as exc:
+            self.client.show(f"{exc} (previous settings kept)")
+            return False
+        reload = (
+            new.model != self.settings.model
+            or new.device != self.settings.device
+            or new.precision != self.settings.precision
+            or new.quantization != self.settings.quantization
+            or initial
+        )
+        self.settings = new
+        if self.engine is not None:
+            self.engine.options = self._engine_options()
+        if reload and not initial:
+            self.loader.start()
+        return True
+
+    def _engine_options(self) -> EngineOptions:
+        """The settings over the loaded model's card: its draft mode, its answer cut-off unless the user set one,
+        and cross-file context only for models trained with it (it shifts the prompt of the others)."""
+        s, card = self.settings, self.loaded
+        user = {"min_confidence": s.min_confidence} if s.min_confidence >= 0 else {}
+        if s.draft_candidates:
+            user["draft_candidates"] = s.draft_candidates
+        return EngineOptions.from_card(
+            card, steps=s.steps, canvas_length=s.canvas_length or None, max_prompt_tokens=s.max_prompt_tokens, **user
+        )
+
+    def install(self, loaded: LoadedModel) -> None:
+        """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources."""
+        self.loaded = loaded
+        self.context_enabled = loaded.trained_with_context
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
+        engine.workspace = self.workspace_index
+        engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
+        engine.recent = self.recent
+        engine.open_documents = self._open_documents
+        self.engine = engine
+
+    def start_workspace_index(self, roots: list[str]) -> None:
+        """Indexes the workspace folders in the background, then keeps the index fresh with a file watcher."""
+        roots = [r for r in roots if r and os.path.isdir(r)]
+        if not roots:
+            return
+        index = WorkspaceIndex(roots)
+        self.workspace_index = index
+
+        def run() -> None:
+            try:
+                index.start()
+                log.info("workspace index: %d files, %d definitions", index.file_count(), index.chunk_count())
+            except Exception:
+                log.exception("workspace index failed")
+
+        threading.Thread(target=run, name="diffill-index", daemon=True).start()
+        if self.engine is not None:
+            self.engine.workspace = index
+            self.engine.read_roots = list(index.roots)
+
+    # ----- documents -----
+    def open_document(self, item: types.TextDocumentItem) -> None:
+        state = open_state(item)
+        if state is None:
+            self.close_document(item.uri)  # a re-open must not leave the older text behind
+            return
+        self.docs[item.uri] = state
+        self._warm_sources(item.uri)
+
+    def _warm_sources(self, uri: str) -> None:
+        """Tokenize and index the files beside a document just opened, on a thread of its own (a completion never
+        queues behind it): the first completions there then find them ready."""
+        engine = self.engine
+        if engine is None:
+            return
+
+        def warm() -> None:
+            try:
+                engine.warm_sources(to_fs_path(uri))
+            except Exception:  # a head start only: the completion tokenizes what it needs itself
+                log.exception("warming the n-gram sources of %s", uri)
+            finally:
+                self.warming.discard(uri)
+
+        self.warming.add(uri)
+        self.warm_executor.submit(warm)
+
+    def change_document(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent], encoding: str) -> None:
+        state = self.docs.get(uri)
+        self.scheduler.cancel(uri)
+        if state is None:
+            log.warning("didChange for unknown document %s", uri)
+            return
+        fits = apply_changes(uri, state, changes, encoding)
+        guarded(self._record_edits, uri, changes, state)
+        if not fits:
+            self.close_document(uri)
+
+    def _record_edits(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent], state: DocState) -> None:
+        for change in changes[-1:]:
+            line = change.range.start.line if isinstance(change, types.TextDocumentContentChangePartial) else 0
+            self.recent.record(to_fs_path(uri) or uri, state.doc.text, line)
+
+    def close_document(self, uri: str) -> None:
+        self.scheduler.cancel(uri)
+        self.docs.pop(uri, None)
+        self.cache.forget(uri)
+        if self.engine is not None:
+            self.engine.prompt_cache.forget(uri)  # the model thread only reads entries by key
+
+    def _open_documents(self) -> dict[str, str]:
+        """The open documents' text by file path: rest-of-line copies come from them (CompletionEngine)."""
+        return {path: state.doc.text for uri, state in list(self.docs.items()) if (path := to_fs_path(uri))}
+
+    # ----- completion -----
+    async def complete(self, uri: str, line: int, character: int, encoding: str) -> tuple[DocState, Completion] | None:
+        """The completion at (line, character) in `uri`, or None (disabled, unknown document, stale, no answer)."""
+        self.stats["requests"] += 1
+        state = self.docs.get(uri)
+        if state is None:
+            log.warning("completion for unknown document %s", uri)
+            return None
+        lang = state.doc.language or "plaintext"
+        if not self.settings.enabled or lang not in self.settings.languages:
+            return None
+        offset = state.doc.offset_at(line, character, encoding)
+        text = state.doc.text
+        hit = self.cache.lookup(uri, text, offset)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            rest, end = hit
+            return state, Completion(start=offset, end=end, text=rest, kind="cached")
+        if self.engine is None:
+            log.info("completion before the model is ready (%s)", self.loader.state)
+            return None
+        token = self.scheduler.start(uri)
+        version_at_start = state.version
+        engine = self.engine
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        try:
+            self.stats["model_calls"] += 1
+            policy = CompletionPolicy(engine)
+
+            def work() -> Completion | None:
+                return policy.answer(
+                    state.doc,
+                    offset,
+                    renames=state.renames,
+                    signatures=state.signatures,
+                    cancel=token,
+                    key=uri,
+                    path=to_fs_path(uri),
+                )
+
+            result = await loop.run_in_executor(self.scheduler.executor, work)
+        except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
+            token.cancel()
+            self.stats["cancelled"] += 1
+            raise
+        except Cancelled:  # superseded by an edit or a newer request: an empty answer at once
+            self.stats["cancelled"] += 1
+            return None
+        except Exception:
+            self.stats["errors"] += 1
+            log.exception("completion failed for %s", uri)
+            return None
+        finally:
+            self.scheduler.finish(uri, token)
+        if state.version != version_at_start or self.docs.get(uri) is not state:
+            self.stats["stale"] += 1
+            return None
+        state.last_latency_ms = (time.perf_counter() - started) * 1e3
+        if result is None:
+            return None
+        if result.source != "model":
+            self.stats["copied"] += 1
+        self.cache.remember(uri, text, offset, result.text, result.end)
+        return state, result

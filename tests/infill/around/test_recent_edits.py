@@ -1,0 +1,26 @@
+"""Recent edits: a few lines around each, one entry per neighbourhood, newest first, bounded."""
+
+from diffill.infill.around.recent_edits import RecentEdits
+
+TEXT = "\n".join(f"line {i}" for i in range(20))
+
+
+def test_an_edit_nearby_replaces_the_older_entry_and_the_newest_comes_first():
+    recent = RecentEdits(capacity=3)
+    recent.record("a.py", TEXT, 5, radius=1)
+    recent.record("a.py", TEXT, 4, radius=1)  # the same neighbourhood: replaces the first
+    recent.record("b.py", TEXT, 10, radius=1)
+    assert [(r.path, r.line, r.text) for r in recent.items()] == [
+        ("b.py", 9, "line 9\nline 10\nline 11"),
+        ("a.py", 3, "line 3\nline 4\nline 5"),
+    ]
+    assert [r.path for r in recent.items(exclude_path="b.py")] == ["a.py"]
+
+
+def test_blank_ranges_are_not_kept_and_the_buffer_is_bounded():
+    recent = RecentEdits(capacity=2)
+    recent.record("a.py", "\n\n\n", 1)
+    assert recent.items() == []
+    for i in range(4):
+        recent.record(f"{i}.py", TEXT, 3)
+    assert [r.path for r in recent.items()] == ["3.py", "2.py"]

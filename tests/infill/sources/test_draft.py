@@ -1,0 +1,71 @@
+"""The model's own answer: the canvas of a span, beam drafts for a rest of line, the known tail pinned."""
+
+from engine_doubles import CODE, FakeModel, options
+from tiny import random_net, tiny_config
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine
+from diffill.infill.options import DraftOptions
+from diffill.infill.sources.draft import canvas_length
+from diffill.model.tokenizer import CodeTokenizer
+
+
+def test_a_rest_of_line_gets_the_short_canvas_and_other_spans_the_models_or_the_set_one():
+    assert canvas_length(True, 32, DraftOptions(line_canvas_length=16)) == 16
+    assert canvas_length(False, 32, DraftOptions(line_canvas_length=16)) == 32
+    assert canvas_length(True, 12, DraftOptions(line_canvas_length=16)) == 12  # never longer than the others
+    assert canvas_length(False, 32, DraftOptions(canvas_length=24)) == 24
+    assert canvas_length(True, 32, DraftOptions()) == 32  # no line canvas: the same as the others
+
+
+def test_pinned_tail_is_kept_at_the_end_of_the_line(engine):
+    calls = []
+    real = engine.model.generate
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("pinned"))
+        out = real(*args, **kwargs)
+        calls[-1] = (kwargs.get("pinned"), out)
+        return out
+
+    engine.model.generate = spy
+    try:
+        text = "print(value)\nx = call(\nitems = [a]\n"
+        offset = text.index("call(") + 5
+        doc = SyntaxDocument(text[:offset] + "))" + text[offset:], "python")
+        engine.complete(doc, offset, key="t")
+    finally:
+        engine.model.generate = real
+    free = engine.tokenizer.decode(calls[0][1])
+    if free.rstrip().endswith("))"):
+        assert len(calls) == 1
+    else:  # the free run did not end with "))": a second run holds it fixed, then EOS
+        pins, out = calls[1]
+        tail_ids = engine.tokenizer.encode("))")
+        start = min(pins)
+        assert out[start : start + len(tail_ids)] == tail_ids
+        assert engine.tokenizer.decode(out).endswith("))")
+
+
+def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
+    """draft_candidates: a rest-of-line span asks for k drafts and seeds the canvas with the best-scored one
+    (ar_drafts returns them likeliest first); a multi-line span keeps the plain greedy draft."""
+    tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    asked = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            asked.append(k)
+            if k == 1:
+                return [(tok.encode("pass\n"), -1.0)]
+            return [(tok.encode("total(x)\n"), -1.0), (tok.encode("other(y)\n"), -3.0)]
+
+    knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None, token_healing=False)
+    eng = CompletionEngine(Drafter(net), tok, knobs)
+    text = "def f(x):\n    return \n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
+    assert out is not None and out.text == "total(x)" and asked == [3]
+    text = "def f(x):\n    y = 1\n    \n"
+    eng.complete(SyntaxDocument(text, "python"), text.index("    \n") + 4)
+    assert asked[1:] == [1]  # greedy

@@ -1,0 +1,57 @@
+"""Engine options: flat knobs routed to their stage, the card's values under the caller's, explicit "off"."""
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+
+from diffill.infill.options import (
+    KNOB_STAGE,
+    STAGES,
+    DraftOptions,
+    EngineOptions,
+    PromptOptions,
+    RankOptions,
+)
+
+CARD = SimpleNamespace(
+    draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6, trained_with_context=True
+)
+
+
+def test_every_knob_has_one_stage():
+    names = [f.name for group in STAGES.values() for f in dataclasses.fields(group)]
+    assert len(names) == len(set(names)) == len(KNOB_STAGE)
+    assert set(STAGES) == {f.name for f in dataclasses.fields(EngineOptions)}
+
+
+def test_knobs_are_routed_to_their_stage():
+    o = EngineOptions.from_card(
+        None, steps=3, max_prompt_tokens=128, copy_prior=None, symbol_prior=2.0, ngram_weight=None, min_confidence=0.4
+    )
+    assert (o.drafts.steps, o.prompt.max_prompt_tokens, o.rank.min_confidence) == (3, 128, 0.4)
+    assert (o.copies.copy_prior, o.names.symbol_prior, o.evidence.ngram_weight) == (None, 2.0, None)
+    assert o.evidence.memory_weight == EngineOptions().evidence.memory_weight  # untouched knobs keep defaults
+    with pytest.raises(TypeError, match="nonsense"):
+        EngineOptions.from_card(None, nonsense=1)
+
+
+def test_the_card_gives_its_values_and_the_callers_knobs_win():
+    own = EngineOptions.from_card(CARD)
+    assert (own.drafts.draft, own.drafts.draft_candidates, own.rank.min_confidence) == ("ar", 6, 0.2)
+    assert own.rank.span_min_confidence == 0.3 and own.prompt.context_tokens > 0 and own.drafts.ar
+    assert own.drafts.line_canvas_length is not None  # rest-of-line spans get a short canvas
+    mine = EngineOptions.from_card(CARD, min_confidence=0.5, draft_candidates=1, context_tokens=0)
+    assert (mine.rank.min_confidence, mine.drafts.draft_candidates, mine.prompt.context_tokens) == (0.5, 1, 0)
+    assert mine.rank.span_min_confidence == 0.3
+    untrained = SimpleNamespace(**{**vars(CARD), "trained_with_context": False})
+    assert EngineOptions.from_card(untrained).prompt.context_tokens == 0  # context shifts the prompt of the others
+
+
+def test_off_and_the_models_own_are_said_with_none():
+    assert DraftOptions().canvas_length is None and DraftOptions().line_canvas_length is None
+    with pytest.raises(ValueError, match="canvas_length"):
+        DraftOptions(canvas_length=0)  # 0 once meant "the model's own": now an error, not a silent code
+    assert RankOptions(min_confidence=0.2).span_confidence == 0.2
+    assert RankOptions(min_confidence=0.2, span_min_confidence=0.5).span_confidence == 0.5
+    assert not DraftOptions(draft="none").ar and PromptOptions().token_healing

@@ -1,0 +1,127 @@
+"""The request: span, prompt window and suffix, token healing and its draft constraint."""
+
+import pytest
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.options import PromptOptions
+from diffill.infill.request import _suffix_ids, build_request, healing, is_known_tail, prompt_ids
+
+PROMPT = PromptOptions()
+
+
+@pytest.mark.parametrize(
+    "tail, known",
+    [
+        (")", True),
+        ("):", True),
+        ('")', True),
+        ("]:", True),
+        ("", False),
+        ("x)", False),
+        (") + y", False),
+        (")" * 9, False),
+    ],
+)
+def test_known_tail(tail, known):
+    assert is_known_tail(tail) is known
+
+
+def test_a_rest_of_line_request_heals_and_its_suffix_starts_at_the_line_end(engine):
+    """Mid-line: the rest of the line is regenerated (the suffix starts after it), the partial token is taken
+    back and both constraints hold the answer to it; the known tail is what the line must end with."""
+    vocab = engine.vocabulary
+    text = "def f(x):\n    return g(x)\n\nname = call(arg)\nitems = [a]\n"
+    offset = text.index("arg") + 3
+    request = build_request(SyntaxDocument(text, "python"), offset, [], vocab, PROMPT)
+    assert request.line and request.suffix_start == text.index(")\nitems") + 1 and request.known_tail == ")"
+    assert request.healed and text[:offset].endswith(request.healed)
+    assert request.prompt == prompt_ids(text, offset, request.suffix_start, vocab, PROMPT, heal=True)[0]
+    assert request.first_ids == request.first([]) == vocab.consistent_with(request.healed)
+    assert request.unhealed(request.healed + "s, b)") == "s, b)" and request.unhealed("other") == ""
+
+
+def test_a_block_request_keeps_its_prompt_whole_and_heals_nothing(engine):
+    text = "def f(x):\n    \n"
+    request = build_request(SyntaxDocument(text, "python"), text.index("    \n") + 4, [], engine.vocabulary, PROMPT)
+    assert not request.line and request.suffix_start == request.offset
+    assert (request.healed, request.first, request.first_ids, request.known_tail) == ("", None, None, "")
+    unhealed = build_request(
+        SyntaxDocument("x = call(arg", "python"), 12, [], engine.vocabulary, PromptOptions(token_healing=False)
+    )
+    assert unhealed.line and unhealed.healed == "" and unhealed.first is None
+
+
+def test_context_blocks_go_into_the_prompt(engine):
+    text = "name = call(arg"
+    doc = SyntaxDocument(text, "python")
+    plain = build_request(doc, len(text), [], engine.vocabulary, PROMPT).prompt
+    with_context = build_request(doc, len(text), ["# util.py\ndef call(a):"], engine.vocabulary, PROMPT).prompt
+    assert len(with_context) > len(plain)
+
+
+def test_suffix_is_cut_at_a_line_boundary(engine):
+    vocab = engine.vocabulary
+    suffix = "\n".join(f"v{i} = f(a)" for i in range(12)) + "\n"
+    ids = _suffix_ids(suffix, vocab, 12)
+    text = engine.tokenizer.decode(ids)
+    assert text and len(ids) <= 12 and suffix.startswith(text) and text.endswith("\n")
+    assert _suffix_ids("x = 1\n", vocab, 12) == engine.tokenizer.encode("x = 1\n")
+
+
+def test_token_healing_takes_back_the_partial_token(engine):
+    vocab = engine.vocabulary
+    text = "def f(x):\n    return g(x)\n\nname = call(arg"
+    healed_prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
+    plain, none = prompt_ids(text, len(text), len(text), vocab, PROMPT)
+    assert none == "" and healed and text.endswith(healed) and "\n" not in healed
+    assert healed_prompt == plain[:-1]  # the prompt ends one token earlier
+    first = vocab.starting_with(healed)
+    assert first and all(engine.tokenizer.decode([i]).startswith(healed) for i in first)
+
+
+def test_token_healing_takes_back_a_word_typed_in_pieces(engine):
+    """`argume|` is several tokens: the word is taken back whole (at most `heal_tokens`), so the model may write
+    it in its own tokens; a name typed whole after a dot or a space is one piece and stays as before."""
+    tok, vocab = engine.tokenizer, engine.vocabulary
+    text = "def f(x):\n    return g(x)\n\nname = call(argume"
+    pieces = [tok.decode([i]) for i in tok.encode("name = call(argume")]
+    assert len(tok.encode("argume")) > 1  # (the test's premise: the tiny tokenizer splits the word)
+    plain = prompt_ids(text, len(text), len(text), vocab, PROMPT)[0]
+    for limit in (1, 2, 8):
+        prompt, healed = prompt_ids(text, len(text), len(text), vocab, PromptOptions(heal_tokens=limit), heal=True)
+        taken = len(plain) - len(prompt)
+        assert text.endswith(healed) and healed.endswith(pieces[-1]) and 1 <= taken <= limit
+        assert healed == "".join(pieces[-taken:]) and healed.strip().isidentifier()
+        assert taken == limit or healed == "argume"
+    assert healed == "argume"  # the whole word, not the `(` before it
+
+
+def test_healing_constraint_holds_each_token_to_the_healed_text(engine):
+    """Until a draft's text covers the healed text, its next token must start with what is left of it or be a
+    start of it; then anything goes. The beam's drafts all write the healed text again."""
+    tok, vocab = engine.tokenizer, engine.vocabulary
+    healed = " argume"
+    allowed = healing(healed, vocab)
+    first = [tok.decode([i]) for i in allowed([])]
+    assert first and all(t.startswith(healed) or healed.startswith(t) for t in first)
+    assert " " in first or any(len(t) > 1 for t in first)
+    piece = max((i for i in allowed([]) if healed.startswith(tok.decode([i]))), key=lambda i: len(tok.decode([i])))
+    rest = healed[len(tok.decode([piece])) :]
+    if rest:
+        assert all(tok.decode([i]).startswith(rest) or rest.startswith(tok.decode([i])) for i in allowed([piece]))
+    assert allowed(tok.encode(healed + "nt")) is None
+    assert healing("", vocab) is None
+    text = "def f(x):\n    return g(x)\n\nname = call(argume"
+    prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
+    drafts = engine.model.ar_drafts(prompt, 8, vocab.line_stops(), None, healing(healed, vocab), k=3)
+    assert drafts and all(tok.decode(ids).startswith(healed) for ids, _ in drafts)
+
+
+def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine):
+    """`return |`: the space is a token the model rarely saw end a prefix (it writes ` x`, space first), so it is
+    taken back and the answer must start with it; a line's indentation (a token with its newline) stays."""
+    vocab = engine.vocabulary
+    text = "def f(x):\n    return "
+    assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == " "
+    text = "def f(x):\n    "
+    assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == ""
