@@ -71,6 +71,9 @@ def _train_run(args: argparse.Namespace) -> int:
         init=args.init,
         size=args.size,
         workers=args.workers,
+        split_prob=args.split_prob,
+        full_noise_prob=args.full_noise_prob,
+        distill_prob=args.distill_prob,
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
@@ -155,6 +158,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="shape of a fresh model (moe16: twice the experts, same compute per token; for a GPU run)",
     )
     tr.add_argument("--workers", type=int, default=0, help="processes building batches (a GPU run wants 8 or so)")
+    tr.add_argument(
+        "--split-prob",
+        type=float,
+        default=0.0,
+        help="share of FIM examples whose canvas starts after committed tokens (speculative drafts)",
+    )
+    tr.add_argument("--full-noise-prob", type=float, default=0.0, help="share of canvases noised whole (t = 1)")
+    tr.add_argument(
+        "--distill-prob",
+        type=float,
+        default=0.0,
+        help="share of canvases taught the encoder's own greedy answer instead of the data",
+    )
     tr.set_defaults(func=_train_run)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")

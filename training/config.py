@@ -34,6 +34,16 @@ class TrainConfig:
     # "ar": next-token loss only, on plain windows of code (no FIM layout, no padding, no canvas): the fast way
     # to teach a fresh network code before the diffusion phase ("fim"), as measured in embedded_training.md.
     objective: str = "fim"
+    # Self-speculative drafts (model.speculative): the decoder drafts the rest of an answer after tokens the
+    # encoder has committed, the last of them pinned at the canvas start. This share of FIM examples is split
+    # so: the encoder reads the prompt and the first committed tokens, the canvas starts with the last one.
+    split_prob: float = 0.0
+    # The decoder drafts from pure noise in one or two passes: this share of canvases is noised whole (t = 1)
+    # instead of at t ~ U(0, 1).
+    full_noise_prob: float = 0.0
+    # This share of canvases is taught the encoder's own greedy answer (sequence-level distillation: the draft
+    # the encoder will accept) instead of the data; the encoder's next-token loss keeps the data.
+    distill_prob: float = 0.0
     vocab_size: int = 4096  # of a tokenizer trained by this run
     save_every_s: float = 600.0
     log_every: int = 20

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
-from diffill.infill.chunks import extract_chunks
-from diffill.infill.context import format_block
+from diffill.infill.around.chunks import extract_chunks
+from diffill.infill.around.prompt_context import format_block
+from diffill.infill.around.workspace import identifiers
 from diffill.infill.languages import language_for
-from diffill.infill.workspace import identifiers
 from diffill.model.fim import build_canvas, build_prompt, sample_span
 from diffill.model.tokenizer import BOS, PAD, CodeTokenizer
 
@@ -94,8 +94,10 @@ def make_example(
     index: int = -1,
     canvas: int = 0,
 ):
-    """(prompt ids padded on the left to prompt_len, canvas ids of length `canvas` (default cfg.canvas)) or None
-    if no span fits."""
+    """(prompt ids padded on the left, canvas ids of length `canvas` (default cfg.canvas), split) or None if no
+    span fits. The prompt is padded to prompt_len, or to prompt_len + canvas when examples may be split
+    (`cfg.split_prob`): a split example's prompt goes on into the middle, whose next token starts the canvas
+    (`split` True: that first canvas token is known, as the last committed token of a speculative draft)."""
     canvas = canvas or cfg.canvas
     span = sample_span(text, rng)
     if span is None:
@@ -111,13 +113,21 @@ def make_example(
         blocks = corpus.context_for(index, pre_text[-2000:] + middle_text, rng, cfg.context_tokens * 3)
         context = [tok.encode(b) for b in blocks]
     prompt = build_prompt(tok.encode(pre_text), tok.encode(suf_text), cfg.prompt_len, cfg.max_suffix, context)
-    prompt = [PAD] * (cfg.prompt_len - len(prompt)) + prompt
-    return prompt, build_canvas(middle, canvas)
+    width = cfg.prompt_len
+    split = False
+    if cfg.split_prob:
+        width += cfg.canvas
+        committed = rng.randint(0, len(middle)) if rng.random() < cfg.split_prob else 0
+        if committed:  # the encoder has read all but the last committed token, which starts the canvas
+            prompt, middle, split = prompt + middle[: committed - 1], middle[committed - 1 :], True
+    prompt = [PAD] * (width - len(prompt)) + prompt
+    return prompt, build_canvas(middle, canvas), split
 
 
 def batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
+    """(prompts, canvases, split) batches of FIM examples; all of a batch share one canvas length."""
     while True:
-        prompts, canvases = [], []
+        prompts, canvases, splits = [], [], []
         short = 0 < cfg.short_canvas < cfg.canvas and rng.random() < cfg.short_canvas_prob
         length = cfg.short_canvas if short else cfg.canvas
         while len(prompts) < cfg.batch:
@@ -126,7 +136,8 @@ def batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Ra
             if ex is not None:
                 prompts.append(ex[0])
                 canvases.append(ex[1])
-        yield torch.tensor(prompts), torch.tensor(canvases)
+                splits.append(ex[2])
+        yield torch.tensor(prompts), torch.tensor(canvases), torch.tensor(splits)
 
 
 class _BatchSource(torch.utils.data.IterableDataset):
@@ -165,7 +176,7 @@ def batch_stream(make_batches, corpus: Corpus, tok: CodeTokenizer, cfg: TrainCon
 
 
 def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random.Random) -> Iterator:
-    """Plain windows of prompt_len + 1 tokens from random places in random files: (ids, None)."""
+    """Plain windows of prompt_len + 1 tokens from random places in random files: (ids, None, None)."""
     need = cfg.prompt_len + 1
     while True:
         rows: list[list[int]] = []
@@ -185,4 +196,4 @@ def ar_batches(corpus: Corpus, tok: CodeTokenizer, cfg: TrainConfig, rng: random
                 rows.append(ids[:need])
             else:
                 misses += 1
-        yield torch.tensor(rows), None
+        yield torch.tensor(rows), None, None

@@ -31,7 +31,7 @@ from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.diffusion_gemma import DiffusionGemma
 from diffill.model.loader import load_model, save_model
 from diffill.model.presets import preset
-from diffill.model.tokenizer import PAD, CodeTokenizer
+from diffill.model.tokenizer import EOS, PAD, CodeTokenizer
 
 from .config import INIT_TRAINING, TrainConfig
 from .data import Corpus, ar_batches, batch_stream, batches
@@ -67,9 +67,20 @@ def next_token_loss(
 
 
 def losses(
-    net: DiffusionGemma, prompt: torch.Tensor, canvas: torch.Tensor | None, cfg: TrainConfig, gen: torch.Generator
+    net: DiffusionGemma,
+    prompt: torch.Tensor,
+    canvas: torch.Tensor | None,
+    cfg: TrainConfig,
+    gen: torch.Generator,
+    split: torch.Tensor | None = None,
 ):
+    """(next-token loss, canvas loss) of a batch. `split` [B] marks canvases whose first token is known (the
+    last committed token of a speculative draft): it is held clean and not a target."""
     vocab = net.config.vocab_size
+    if canvas is not None and cfg.distill_prob:
+        targets = distilled(net, prompt, canvas, split, cfg.distill_prob, gen)  # before this step's graph
+    else:
+        targets = canvas
     cache = net.new_cache()
     hidden = net.encode(prompt, cache)
     ar = next_token_loss(net, prompt, hidden, cache, canvas)
@@ -79,8 +90,14 @@ def losses(
 
     dev = canvas.device  # random draws come from the CPU generator (reproducible on any device), then move
     t = torch.rand(b, 1, generator=gen).to(dev)
+    if cfg.full_noise_prob:
+        t = torch.where(torch.rand(b, 1, generator=gen).to(dev) < cfg.full_noise_prob, 1.0, t)
     noise = torch.randint(0, vocab, (b, c), generator=gen).to(dev)
-    noisy = torch.where(torch.rand(b, c, generator=gen).to(dev) < t, noise, canvas)
+    noised = torch.rand(b, c, generator=gen).to(dev) < t
+    known = torch.zeros(b, c, dtype=torch.bool, device=dev)
+    if split is not None:
+        known[:, 0] = split.to(dev)
+    noisy = torch.where(noised & ~known, noise, targets)
     prev = None
     if torch.rand((), generator=gen).item() < cfg.self_cond_prob:
         with torch.no_grad():
@@ -89,10 +106,46 @@ def losses(
     logits = net.decode(noisy, cache, prev)
     # Pads after the EOS are easy and numerous: left at full weight they teach "EOS at once" (measured: the
     # first model answered ':' then EOS to everything). They count at pad_weight; the middle and EOS at 1.
-    per_token = F.cross_entropy(logits.reshape(-1, vocab), canvas.reshape(-1), reduction="none")
-    weights = torch.where(canvas.reshape(-1) == PAD, cfg.pad_weight, 1.0)
+    per_token = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none")
+    weights = torch.where(targets.reshape(-1) == PAD, cfg.pad_weight, 1.0).masked_fill(known.reshape(-1), 0.0)
     diff = (per_token * weights).sum() / weights.sum()
     return ar, diff
+
+
+@torch.no_grad()
+def distilled(
+    net: DiffusionGemma,
+    prompt: torch.Tensor,
+    canvas: torch.Tensor,
+    split: torch.Tensor | None,
+    share: float,
+    gen: torch.Generator,
+) -> torch.Tensor:
+    """`canvas` with a `share` of its rows replaced by the encoder's own greedy answer after the prompt (a split
+    row keeps its known first token and continues from it), EOS then pads after the first EOS: what the
+    encoder will accept from a draft. One batched encoder step per canvas position."""
+    b, c = canvas.shape
+    dev = canvas.device
+    chosen = (torch.rand(b, generator=gen) < share).to(dev)
+    if not bool(chosen.any()):
+        return canvas
+    was_training = net.training
+    net.eval()
+    cache = net.new_cache()
+    last = net.encode(prompt, cache)[:, -1:]
+    known = split.to(dev) if split is not None else torch.zeros(b, dtype=torch.bool, device=dev)
+    out, ended = [], torch.zeros(b, dtype=torch.bool, device=dev)
+    for i in range(c):
+        token = net.head(last[:, -1]).argmax(-1)
+        if i == 0:
+            token = torch.where(known, canvas[:, 0], token)
+        token = torch.where(ended, PAD, token)
+        out.append(token)
+        ended |= token == EOS
+        if i + 1 < c:
+            last = net.encode(token[:, None], cache)
+    net.train(was_training)
+    return torch.where(chosen[:, None], torch.stack(out, dim=1), canvas)
 
 
 # ----- checkpoints (safetensors + json, never pickle) -----
@@ -231,14 +284,14 @@ def train(cfg: TrainConfig, model_config: dict | None = None, log=print) -> dict
         if stop.requested:
             log(f"stop requested (signal {stop.requested}): saving a checkpoint at step {state['step']}")
             break
-        prompt, canvas = next(data)
+        prompt, canvas, split = next(data)
         prompt = prompt.to(cfg.device, non_blocking=True)
         canvas = canvas.to(cfg.device, non_blocking=True) if canvas is not None else None
         for group in opt.param_groups:
             group["lr"] = lr_at(state["step"], cfg, (time.time() - run_start) / (60 * cfg.max_minutes or 1))
         # On CUDA: bf16 autocast (on CPU it measured slower, so fp32 there).
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cfg.device.startswith("cuda")):
-            ar, diff = losses(net, prompt, canvas, cfg, gen)
+            ar, diff = losses(net, prompt, canvas, cfg, gen, split)
         loss = cfg.ar_weight * ar + cfg.diffusion_weight * diff
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -306,8 +359,9 @@ def evaluate_loss(net: DiffusionGemma, eval_batches, cfg: TrainConfig) -> dict:
     net.eval()
     gen = torch.Generator().manual_seed(0)
     ar_total = diff_total = 0.0
-    for prompt, canvas in eval_batches:
-        ar, diff = losses(net, prompt.to(cfg.device), None if canvas is None else canvas.to(cfg.device), cfg, gen)
+    for prompt, canvas, split in eval_batches:
+        canvas = None if canvas is None else canvas.to(cfg.device)
+        ar, diff = losses(net, prompt.to(cfg.device), canvas, cfg, gen, split)
         ar_total += ar.item()
         diff_total += diff.item()
     net.train(was_training)

@@ -149,8 +149,8 @@ def test_examples_carry_sibling_definitions(tmp_path):
     cfg = TrainConfig(prompt_len=96, max_suffix=16, canvas=16, context_prob=1.0, context_tokens=64)
     rng = random.Random(1)
     examples = [make_example(main, tok, rng, cfg, corpus, 1) for _ in range(30)]
-    with_context = [p for p, _ in filter(None, examples) if FILE_SEP in p]
-    assert with_context and all(len(p) == 96 for p, _ in filter(None, examples))
+    with_context = [p for p, *_ in filter(None, examples) if FILE_SEP in p]
+    assert with_context and all(len(p) == 96 for p, *_ in filter(None, examples))
     assert "parse_header" in tok.decode(with_context[0])
 
 

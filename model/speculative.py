@@ -1,0 +1,180 @@
+"""Self-speculative decoding: the canvas decoder drafts, the causal encoder verifies and commits.
+
+The decoder writes a whole canvas at once (one or two parallel passes over noise, reading the encoder's cache).
+The encoder, being causal, then scores every position of that draft in one pass: its own next-token choice after
+each prefix of the draft. The longest prefix on which the two agree, plus the encoder's token where they first
+differ, is committed; the agreed tokens' keys/values are already in the cache from the verifying pass, and the
+encoder's token starts the next canvas, pinned, so it costs no pass of its own. The answer is therefore exactly
+the encoder's greedy answer under the same evidence mixing and constraints (what `DiffusionModel.ar_drafts`
+with k=1 writes, one encoder pass per token): the decoder only decides how many tokens each encoder pass
+commits. A draft the decoder gets right end to end commits a canvas and one token more in two passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from .cache import KVCache
+from .diffusion_gemma import DiffusionGemma
+from .ngram import NgramMixer
+from .sampler import SamplerConfig, denoise_canvas
+
+# A draft constraint: the ids the next token may take after the tokens so far (None: any). Token healing
+# holds an answer to the text taken back from the prompt until it is written.
+Allowed = Callable[[list[int]], Sequence[int] | None]
+
+
+@dataclass
+class Speculation:
+    tokens: list[int]  # the committed answer, its stop token included when one was reached
+    score: float  # summed log-probability of `tokens` under the encoder's head (mixed and constrained)
+    passes: int = 0  # sequential model passes: decoder drafts plus encoder verifications
+    accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
+    finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
+
+    @property
+    def accepted_per_draft(self) -> float:
+        return sum(self.accepted) / len(self.accepted) if self.accepted else 0.0
+
+
+def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
+    """`logp` [V] with every id outside `ids` at -inf (`ids` None: as is)."""
+    if ids is None:
+        return logp
+    keep = torch.as_tensor(ids, dtype=torch.long, device=logp.device)
+    return torch.full_like(logp, float("-inf")).index_copy_(0, keep, logp[keep])
+
+
+class Speculator:
+    """Runs the draft/verify loop for one net; `draft_steps` decoder passes per draft (self-conditioned after
+    the first), on a canvas of `canvas` tokens."""
+
+    def __init__(self, net: DiffusionGemma, canvas: int = 16, draft_steps: int = 1, seed: int = 0) -> None:
+        self.net = net
+        self.canvas = canvas
+        self.seed = seed
+        # No temperature and no early stop: the draft is the decoder's argmax after exactly `draft_steps` passes.
+        self.sampler = SamplerConfig(
+            max_denoising_steps=draft_steps,
+            t_min=None,
+            t_max=None,
+            stability_threshold=None,
+            confidence_threshold=None,
+            eos_token_ids=[],
+        )
+
+    @torch.inference_mode()
+    def greedy(
+        self,
+        prompt_ids: Sequence[int],
+        max_tokens: int,
+        stop_ids: Collection[int],
+        cache: KVCache | None = None,
+        allowed: Allowed | None = None,
+        mix: NgramMixer | None = None,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> Speculation:
+        """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
+        `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going` is asked before each
+        round (a draft and its verification) after the first; when it says no, the tokens verified so far come
+        back (`finished` False)."""
+        net, device = self.net, self.net.device
+        prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
+        n = prompt.shape[1]
+        cache = cache if cache is not None else net.new_cache()
+        if cache.length > n:
+            cache.truncate(n)
+        if cache.length < n:
+            net.encode(prompt[:, cache.length :], cache)
+        generator = torch.Generator(device=device).manual_seed(self.seed)
+        out: list[int] = []
+        result = Speculation([], 0.0)
+        pending = int(prompt[0, -1])  # the last committed token, re-encoded by each verifying pass for its state
+        first = True
+        while len(out) < max_tokens:
+            if not first and keep_going is not None and not keep_going():
+                result.finished = False
+                break
+            draft = self._draft(cache, pending, first, generator, allowed, max_tokens - len(out))
+            result.passes += 1
+            if first:
+                cache.truncate(n - 1)
+            fed = torch.tensor([[pending, *draft]], device=device)
+            base = cache.length
+            logp = torch.log_softmax(net.head(net.encode(fed, cache)[0]).float(), dim=-1)
+            result.passes += 1
+            taken = 0
+            done = False
+            for i, row in enumerate(logp):  # row i predicts the token after `pending` and draft[:i]
+                if mix is not None:
+                    row = mix.mix(out, row)
+                if allowed is not None:
+                    row = _restrict(row, allowed(out))
+                if not bool(torch.isfinite(row).any()):  # nothing allowed: the answer ends here
+                    done = True
+                    break
+                token = int(row.argmax())
+                out.append(token)
+                result.score += float(row[token])
+                done = token in stop_ids or len(out) >= max_tokens
+                matched = i < len(draft) and token == draft[i]
+                taken += matched
+                if not matched or done:
+                    break
+            result.accepted.append(taken)
+            # The cache keeps `pending` and the accepted draft tokens; the token just chosen is pending.
+            cache.truncate(base + 1 + taken)
+            pending = out[-1] if out else pending
+            first = False
+            if done:
+                break
+        result.tokens = out
+        cache.truncate(n)
+        return result
+
+    def _draft(
+        self,
+        cache: KVCache,
+        pending: int,
+        first: bool,
+        generator: torch.Generator,
+        allowed: Allowed | None,
+        room: int,
+    ) -> list[int]:
+        """The decoder's draft of at most `room` tokens after `pending`. On the first draft the cache holds the
+        whole prompt (`pending` is its last token) and the canvas follows it; later the cache holds everything
+        before `pending`, which starts the canvas, pinned."""
+        net, device = self.net, self.net.device
+        start = cache.length
+        if first:
+            size, pin_mask, pin_ids = min(self.canvas, room), None, None
+        else:
+            size = min(self.canvas, room + 1)
+            pin_mask = torch.zeros(1, size, dtype=torch.bool, device=device)
+            pin_mask[0, 0] = True
+            pin_ids = torch.full((1, size), pending, dtype=torch.long, device=device)
+        first_allowed = None
+        head = allowed([]) if (first and allowed is not None) else None
+        if head is not None:
+            first_allowed = torch.zeros(net.config.vocab_size, dtype=torch.bool, device=device)
+            first_allowed[torch.as_tensor(list(head), dtype=torch.long, device=device)] = True
+        positions = torch.arange(start, start + size, device=device)[None]
+        tokens = (
+            denoise_canvas(
+                net,
+                cache,
+                positions,
+                self.sampler,
+                generator,
+                size,
+                pin_mask=pin_mask,
+                pin_ids=pin_ids,
+                first_allowed=first_allowed,
+            )
+            .tokens[0]
+            .tolist()
+        )
+        return tokens if first else tokens[1:]

@@ -1,0 +1,112 @@
+"""Self-speculative decoding (model.speculative): the decoder drafts, the encoder verifies, and the answer is the
+encoder's greedy answer token for token, whatever the decoder drafts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tiny import random_model, tiny_config
+
+from diffill.model.ngram import NgramMixer, TokenIndex
+from diffill.model.speculative import Speculator
+
+PROMPTS = [[2, 10, 11, 12], [2, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49], [2, 7]]
+
+
+@pytest.fixture(scope="module", params=[0, 1])
+def model(request):
+    return random_model(tiny_config(), seed=request.param)
+
+
+def _greedy(model, prompt, max_tokens, stop_ids, allowed=None, mix=None):
+    return model.ar_drafts(prompt, max_tokens, stop_ids, first_allowed=allowed, k=1, mix=mix)[0]
+
+
+@pytest.mark.parametrize("canvas,draft_steps", [(4, 1), (8, 2), (16, 1)])
+def test_the_answer_is_the_encoders_greedy_answer(model, canvas, draft_steps):
+    spec = Speculator(model.net, canvas=canvas, draft_steps=draft_steps)
+    for prompt in PROMPTS:
+        want, score = _greedy(model, prompt, 12, set())
+        got = spec.greedy(prompt, 12, set())
+        assert got.tokens == want
+        assert got.score == pytest.approx(score, abs=1e-4)
+        assert got.passes == 2 * len(got.accepted)  # one draft and one verification each round
+        assert sum(got.accepted) + len(got.accepted) >= len(want)  # each round commits its accepted tokens + one
+
+
+def test_stop_ids_constraints_and_evidence_mixing_match_the_greedy_draft(model):
+    spec = Speculator(model.net, canvas=6)
+    prompt = PROMPTS[1]
+    free = _greedy(model, prompt, 10, set())[0]
+    at = next(i for i in range(2, 10) if free[i] not in free[:i])  # a token the answer writes first there
+    stop = {free[at]}
+    assert spec.greedy(prompt, 10, stop).tokens == _greedy(model, prompt, 10, stop)[0] == free[: at + 1]
+    # a constraint on the tokens so far (token healing over several tokens)
+    allowed = lambda tokens: [50, 51, 52] if len(tokens) < 2 else None
+    want = _greedy(model, prompt, 10, set(), allowed=allowed)[0]
+    assert want[0] in (50, 51, 52) and spec.greedy(prompt, 10, set(), allowed=allowed).tokens == want
+    assert spec.greedy(prompt, 10, set(), allowed=lambda tokens: []).tokens == []
+    # n-gram evidence that pulls the answer towards a stream the model did not write
+    index = TokenIndex([[*prompt[-3:], 90, 91, 92, 93, 94, 95]], model.config.vocab_size)
+    mix = NgramMixer([index], prompt, weight=0.9, per_order=0.0)
+    want, score = _greedy(model, prompt, 10, set(), mix=mix)
+    assert want[:2] == [90, 91]
+    got = spec.greedy(prompt, 10, set(), mix=mix)
+    assert got.tokens == want and got.score == pytest.approx(score, abs=1e-4)
+
+
+def test_a_decoder_that_drafts_the_answer_commits_a_canvas_in_two_passes(model, monkeypatch):
+    prompt = PROMPTS[0]
+    want = _greedy(model, prompt, 15, set())[0]
+    spec = Speculator(model.net, canvas=8)
+
+    def oracle(cache, pending, first, generator, allowed, room):
+        committed = 0 if first else cache.length - len(prompt) + 1  # `pending` is the last committed token
+        size = min(8, room) if first else min(8, room + 1) - 1
+        return want[committed : committed + size]
+
+    monkeypatch.setattr(spec, "_draft", oracle)
+    got = spec.greedy(prompt, 15, set())
+    assert got.tokens == want
+    assert got.accepted == [8, 6] and got.passes == 4  # 8 drafted + 1 own, then the last 6
+
+
+def test_the_cache_is_left_holding_the_prompt_and_keep_going_stops_at_a_verified_prefix(model):
+    prompt = PROMPTS[1]
+    cache = model.net.new_cache()
+    spec = Speculator(model.net, canvas=4)
+    spec.greedy(prompt, 10, set(), cache=cache)
+    assert cache.length == len(prompt)
+    fresh = model.net.new_cache()
+    model.net.encode(torch.tensor([prompt]), fresh)
+    for a, b in zip(cache.keys, fresh.keys, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    want = _greedy(model, prompt, 10, set())[0]
+    budget = iter([True, False])
+    part = spec.greedy(prompt, 10, set(), cache=cache, keep_going=lambda: next(budget))
+    assert not part.finished and part.tokens == want[: len(part.tokens)] and part.passes == 4
+    assert len(part.tokens) == sum(part.accepted) + 2
+    assert cache.length == len(prompt)
+
+
+SNIPPETS = [
+    ("import os\n\n\ndef read(path):\n    with open(path) as f:\n        return f.", "\n"),
+    ("class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.", "\n"),
+    ("for i in range(10):\n    if i % 2 == 0:\n        print(", "\n"),
+]
+
+
+def test_on_the_shipped_model_the_answer_is_its_greedy_answer():
+    from diffill.model import runtime
+    from diffill.model.fim import build_prompt
+
+    loaded = runtime.load("", "cpu", dtype="float32")
+    tok, model = loaded.tokenizer, loaded.model
+    stops = {i for i in range(tok.vocab_size) if "\n" in tok.decode([i])} | {1}
+    spec = Speculator(model.net, canvas=16)
+    for prefix, suffix in SNIPPETS:
+        prompt = build_prompt(tok.encode(prefix), tok.encode(suffix), 256, 64)
+        want, score = _greedy(model, prompt, 15, stops)
+        got = spec.greedy(prompt, 15, stops)
+        assert got.tokens == want and got.score == pytest.approx(score, abs=1e-3)
+        assert got.passes <= 2 * len(want)
