@@ -59,6 +59,7 @@ def _eval(args: argparse.Namespace) -> int:
         siblings=args.siblings,
         copy_prior=args.copy_prior,
         dump=args.dump,
+        speculative=args.speculative,
     )
     return 0
 
@@ -149,6 +150,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
     ev.add_argument("--dump", default="", help="write one JSON line per case (truth, answer, source, scores) here")
+    ev.add_argument(
+        "--speculative",
+        action="store_true",
+        help="greedy drafts by self-speculative decoding (the decoder drafts, the encoder verifies)",
+    )
     ev.set_defaults(func=_eval)
 
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)

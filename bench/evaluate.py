@@ -30,6 +30,7 @@ from diffill.infill.languages import language_for
 from diffill.infill.options import EngineOptions
 from diffill.infill.policy import CompletionPolicy
 from diffill.infill.signatures import SignatureTracker, signature_at
+from diffill.infill.trace import Trace
 from diffill.model import runtime
 
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
@@ -134,6 +135,25 @@ def score(answer: str, truth: str, valid: bool) -> dict[str, float]:
     }
 
 
+def trace_summary(traces: list[Trace]) -> dict[str, float]:
+    """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds by stage."""
+    total = Trace()
+    for t in traces:
+        total.add(t)
+    n = max(1, len(traces))
+    cost = {"passes": round(total.passes / n, 2), "drafts": round(total.drafts / n, 2)}
+    cost["accepted_per_draft"] = round(total.accepted_per_draft, 2)
+    cost |= {f"{stage}_ms": round(ms / n, 1) for stage, ms in total.ms.items()}
+    return cost
+
+
+def format_cost(cost: dict[str, float]) -> str:
+    """One line of `trace_summary`'s figures."""
+    stages = ", ".join(f"{k.removesuffix('_ms')} {v} ms" for k, v in cost.items() if k.endswith("_ms"))
+    drafts = f"{cost['drafts']} decoder drafts ({cost['accepted_per_draft']} tokens accepted each)"
+    return f"{cost['passes']} model passes per answer, {drafts}; {stages}"
+
+
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     keys = ("exact", "useful", "edit_similarity", "valid")
     return {k: round(sum(r[k] for r in rows) / max(1, len(rows)), 4) for k in keys}
@@ -158,6 +178,7 @@ def run(
     siblings: bool = False,
     copy_prior: float | None = None,
     dump: str = "",
+    speculative: bool = False,
 ) -> dict:
     """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
     (path, kind, truth, answer, source, scores) so that misses can be read, not just counted."""
@@ -178,6 +199,7 @@ def run(
         max_prompt_tokens=prompt_tokens,
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
+        speculative=speculative,
         **copies,
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
@@ -187,6 +209,7 @@ def run(
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": []}
     latencies = []
+    traces: dict[str, list[Trace]] = {"line": [], "lines": []}
     dumped = []
     for case in cases:
         lang = language_for(None, case.path)
@@ -197,8 +220,10 @@ def run(
         t0 = time.perf_counter()
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
-        comp = policy.answer(doc, case.offset, path=case.path if siblings else None)
+        trace = Trace()
+        comp = policy.answer(doc, case.offset, path=case.path if siblings else None, trace=trace)
         latencies.append((time.perf_counter() - t0) * 1e3)
+        traces[case.kind].append(trace)
         if comp is None:
             answer, new_text = "", case.text
         else:
@@ -246,6 +271,10 @@ def run(
         m = summary[name]
         out(f"{name:<22}{m['exact']:>8.3f}{m['useful']:>8.3f}{m['edit_similarity']:>10.3f}{m['valid']:>8.3f}")
     out(f"latency p50 {summary['latency_ms_p50']} ms, p95 {summary['latency_ms_p95']} ms")
+    for kind, name in (("line", "rest_of_line"), ("lines", "multi_line")):
+        cost = trace_summary(traces[kind])
+        summary[f"{name}_cost"] = cost
+        out(f"{name}: {format_cost(cost)}")
     final = dict(summary["model"])
     final.update(
         {

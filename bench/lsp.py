@@ -18,7 +18,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from diffill.bench.evaluate import _files, make_case
+from diffill.bench.evaluate import _files, format_cost, make_case
 
 
 def _utf16(s: str) -> int:
@@ -118,6 +118,7 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         exact += answer.rstrip() == case.truth.rstrip()
         empty += not answer
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    status = await client.protocol.send_request_async("diffill/status", None)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -130,13 +131,30 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         "exact": round(exact / k, 4),
         "empty": round(empty / k, 4),
     }
+    cost = answer_cost(status)
     out(f"root={root} cases={result['cases']} settings={json.dumps(settings)}")
     out(
         f"latency p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; exact {result['exact']:.3f}, "
         f"empty {result['empty']:.3f}"
     )
-    out(json.dumps(result))
+    out(f"model answers: {format_cost(cost)}")
+    out(json.dumps(result | {"cost": cost}))
     return result
+
+
+def answer_cost(status) -> dict[str, float]:
+    """The daemon's per-answer cost (model passes, drafts, accepted tokens, ms by stage) from diffill/status."""
+    cost = getattr(status, "cost", None)
+    n = max(1, getattr(cost, "answers", 0) or 0)
+    drafts = getattr(cost, "drafts", 0) or 0
+    out = {
+        "passes": round((getattr(cost, "passes", 0) or 0) / n, 2),
+        "drafts": round(drafts / n, 2),
+        "accepted_per_draft": round((getattr(cost, "accepted", 0) or 0) / max(1, drafts), 2),
+    }
+    ms = getattr(cost, "ms", None)
+    stages = ms._asdict() if hasattr(ms, "_asdict") else dict(ms or {})  # pygls hands JSON objects as namedtuples
+    return out | {f"{stage}_ms": round(value / n, 1) for stage, value in stages.items()}
 
 
 async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:

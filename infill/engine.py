@@ -17,6 +17,7 @@ from diffill.model.memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
 from diffill.model.prompt_cache import PromptCache
 from diffill.model.sampler import Cancelled
+from diffill.model.speculative import Speculator
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import call_sites, edits, ranking
@@ -35,6 +36,7 @@ from .request import Request, build_request, prompt_ids
 from .signatures import SignatureChange
 from .sources import copies, draft
 from .sources.names import known_names
+from .trace import Trace
 from .vocabulary import Vocabulary
 
 
@@ -81,23 +83,42 @@ class CompletionEngine:
         cancel: Callable[[], bool] | None = None,
         key: str | None = None,
         path: str | None = None,
+        trace: Trace | None = None,
     ) -> Completion | None:
         """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so.
         `key` (the document URI) selects the encoder cache reused across keystrokes; `path` is where the
-        document is saved (copies and evidence come from the files beside it)."""
+        document is saved (copies and evidence come from the files beside it); `trace` gets what it cost."""
         o = self.options
+        trace = trace if trace is not None else Trace()
+        passes = self.model.net.passes
         offset = max(0, min(offset, len(doc.text)))
-        context = self.prompt_context.blocks(
-            doc, offset, key, path, self.workspace, self.recent, o.prompt.context_tokens
-        )
-        request = build_request(doc, offset, context, self.vocabulary, o.prompt)
-        others, mix = self._around(request, path, o)
-        with self.prompt_cache.use(key or "", request.prompt) as cache:
-            asked = PromptedModel(self.model, self.vocabulary, request.prompt, cache, mix)
-            ids, source = self._answer(asked, request, others, path, cancel, o)
-            floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
-            cut = ranking.cut_at_doubt(asked, ids, request.healed, floor)
-        return self._filtered(doc, request, ids, cut, source)
+        with trace.stage("prompt"):
+            context = self.prompt_context.blocks(
+                doc, offset, key, path, self.workspace, self.recent, o.prompt.context_tokens
+            )
+            request = build_request(doc, offset, context, self.vocabulary, o.prompt)
+            others, mix = self._around(request, path, o)
+        try:
+            with self.prompt_cache.use(key or "", request.prompt) as cache:
+                asked = PromptedModel(
+                    self.model, self.vocabulary, request.prompt, cache, mix, self._speculator(o), trace
+                )
+                with trace.stage("answer"):
+                    ids, source = self._answer(asked, request, others, path, cancel, o)
+                with trace.stage("cut"):
+                    floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
+                    cut = ranking.cut_at_doubt(asked, ids, request.healed, floor)
+        finally:
+            trace.passes += self.model.net.passes - passes
+        with trace.stage("filters"):
+            return self._filtered(doc, request, ids, cut, source)
+
+    def _speculator(self, o: EngineOptions) -> Speculator | None:
+        """The draft/verify loop for greedy drafts, when the options ask for it."""
+        d = o.drafts
+        if not d.speculative:
+            return None
+        return Speculator(self.model.net, d.speculative_canvas, d.speculative_steps, d.seed)
 
     def _around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
         """The texts copies come from and the n-gram evidence, for answers drafted by the encoder (the others have

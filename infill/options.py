@@ -45,6 +45,13 @@ class DraftOptions:
     # Rest-of-line drafts come from a beam search this wide: the continuation the model believes most as a whole
     # (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
     draft_candidates: int = 1
+    # A greedy draft (one candidate, or a span other than a rest of line) is written by self-speculative decoding
+    # (model.speculative): the decoder drafts `speculative_canvas` tokens in `speculative_steps` passes, the
+    # encoder verifies them in one. The same answer as the encoder's token-by-token greedy draft, in fewer passes
+    # when the decoder drafts what the encoder would write.
+    speculative: bool = False
+    speculative_canvas: int = 16
+    speculative_steps: int = 1
 
     def __post_init__(self) -> None:
         for name in ("canvas_length", "line_canvas_length"):

@@ -12,6 +12,7 @@ from .document import SyntaxDocument
 from .edits import RenameTracker
 from .engine import Completion, CompletionEngine
 from .signatures import SignatureTracker
+from .trace import Trace
 
 
 class CompletionPolicy:
@@ -30,9 +31,11 @@ class CompletionPolicy:
         cancel: Callable[[], bool] | None = None,
         key: str | None = None,
         path: str | None = None,
+        trace: Trace | None = None,
     ) -> Completion | None:
         """The answer at `offset`, or None. `renames` / `signatures`: what the editor's edits of this document
-        showed (absent for a document seen once, as in `diffill eval`). Raises Cancelled when `cancel()` says so."""
+        showed (absent for a document seen once, as in `diffill eval`); `trace` gets what a completion cost. Raises
+        Cancelled when `cancel()` says so."""
         rename = renames.rename_at(doc.text, offset) if renames is not None else None
         if rename is not None:
             edited = self.engine.edit(doc, offset, rename, cancel=cancel, key=key)
@@ -43,4 +46,4 @@ class CompletionPolicy:
             followed = self.engine.follow_signature(doc, offset, changed)
             if followed is not None:
                 return followed
-        return self.engine.complete(doc, offset, cancel=cancel, key=key, path=path)
+        return self.engine.complete(doc, offset, cancel=cancel, key=key, path=path, trace=trace)

@@ -8,8 +8,10 @@ from typing import Any
 
 from diffill.model.api import DiffusionModel
 from diffill.model.ngram import NgramMixer
+from diffill.model.speculative import Speculator
 
 from .request import Constraint
+from .trace import Trace
 from .vocabulary import Vocabulary
 
 
@@ -20,6 +22,8 @@ class PromptedModel:
     prompt: list[int]
     cache: Any  # the prompt's encoder cache (model.prompt_cache), reused by every call
     mix: NgramMixer | None  # the n-gram evidence mixed into every call's probabilities, or None
+    speculator: Speculator | None = None  # writes greedy drafts when set (DraftOptions.speculative)
+    trace: Trace | None = None  # where the speculative drafts' counts go
 
     def encode(self, text: str) -> list[int]:
         return self.vocabulary.tokenizer.encode(text)
@@ -35,6 +39,12 @@ class PromptedModel:
         prompt, mix = self.prompt, self.mix
         if head is not None:
             prompt, mix = prompt + head, mix and mix.after(head)
+        if k == 1 and self.speculator is not None:
+            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix)
+            if self.trace is not None:
+                self.trace.drafts += len(found.accepted)
+                self.trace.accepted += sum(found.accepted)
+            return found.tokens, found.score
         return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix)[0]
 
     def scores(self, continuations: list[list[int]]) -> list[float]:

@@ -159,6 +159,13 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "warming": len(s.warming),
         "last_latency_ms": max((d.last_latency_ms for d in s.docs.values()), default=0.0),
         "stats": dict(s.stats),
+        "cost": {
+            "answers": s.traced,
+            "passes": s.cost.passes,
+            "drafts": s.cost.drafts,
+            "accepted": s.cost.accepted,
+            "ms": {stage: round(ms, 1) for stage, ms in s.cost.ms.items()},
+        },
         "position_encoding": ls.encoding,
         "workspace": {
             "files": s.workspace_index.file_count() if s.workspace_index else 0,

@@ -24,6 +24,7 @@ from diffill.infill.around.workspace import WorkspaceIndex
 from diffill.infill.engine import Completion, CompletionEngine
 from diffill.infill.options import EngineOptions
 from diffill.infill.policy import CompletionPolicy
+from diffill.infill.trace import Trace
 from diffill.model.sampler import Cancelled
 
 from .cache import TypedAheadCache
@@ -61,6 +62,8 @@ class Session:
             "errors": 0,
             "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
         }
+        self.cost = Trace()  # what the model's answers cost, summed (diffill/status: bench lsp reads it)
+        self.traced = 0  # answers summed in `cost`
         self.workspace_index: WorkspaceIndex | None = None
         self.recent = RecentEdits()
         self.context_enabled = False
@@ -211,6 +214,7 @@ class Session:
         try:
             self.stats["model_calls"] += 1
             policy = CompletionPolicy(engine)
+            trace = Trace()
 
             def work() -> Completion | None:
                 return policy.answer(
@@ -221,9 +225,12 @@ class Session:
                     cancel=token,
                     key=uri,
                     path=to_fs_path(uri),
+                    trace=trace,
                 )
 
             result = await loop.run_in_executor(self.scheduler.executor, work)
+            self.cost.add(trace)
+            self.traced += 1
         except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
             token.cancel()
             self.stats["cancelled"] += 1

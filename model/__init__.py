@@ -1,9 +1,9 @@
 """diffill's model core: DiffusionGemma in plain PyTorch, its loader and its sampler."""
 
 from .api import DiffusionModel
-from .config import DiffusionGemmaConfig
+from .config import CheckpointError, DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
-from .loader import CheckpointError, load_model, save_model
+from .loader import load_model, save_model
 from .sampler import SamplerConfig
 
 __all__ = [

@@ -6,6 +6,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -15,6 +16,8 @@ from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
 from .ngram import NgramMixer
+from .quant import QuantSpec
+from .quant_io import QuantizeOnLoad, quantization_entry
 from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
 
 
@@ -345,9 +348,6 @@ def _select_rows(cache: KVCache, rows: list[int]) -> None:
 
 def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantization: str | None) -> DiffusionGemma:
     """Dense load, quantize-on-load (dense checkpoint + a scheme), or a saved quantized checkpoint."""
-    from .quant import QuantSpec
-    from .quant_io import QuantizeOnLoad, quantization_entry
-
     config_path = folder / "config.json"
     saved = quantization_entry(config_path) if config_path.exists() else None
     if quantization is None or saved is not None:
@@ -360,6 +360,4 @@ def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantiz
 
 
 def _set(cfg: SamplerConfig, key: str, value) -> SamplerConfig:
-    from dataclasses import replace
-
     return replace(cfg, **{key: value})

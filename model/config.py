@@ -19,6 +19,10 @@ DEFAULT_ROPE = {
 }
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be loaded; the message says what is wrong and where."""
+
+
 @dataclass
 class LayerShape:
     """Per-layer attention shape: sliding and full layers differ in head_dim and KV heads."""

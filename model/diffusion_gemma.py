@@ -30,6 +30,7 @@ class DiffusionGemma(nn.Module):
         self.self_conditioning = SelfConditioning(config)
         self.register_buffer("encoder_layer_scalars", torch.ones(config.num_hidden_layers))
         self.reset_rope()
+        self.passes = 0  # encoder and decoder passes run so far (a completion's trace counts its own)
 
     def reset_rope(self, device: torch.device | str | None = None) -> None:
         """(Re)computes the RoPE inverse frequencies, e.g. after a model was built on the meta device."""
@@ -63,6 +64,7 @@ class DiffusionGemma(nn.Module):
         }
 
     def _run(self, x, positions, cache: KVCache, causal: bool) -> torch.Tensor:
+        self.passes += 1  # sequential passes, for the engine's traces
         rope = self._rope(positions, x.dtype)
         for i, layer in enumerate(self.layers):
             scalar = self.encoder_layer_scalars[i : i + 1] if causal else layer.layer_scalar

@@ -13,14 +13,16 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import safe_open
 from torch import nn
 
-from .config import DiffusionGemmaConfig
+from .config import CheckpointError, DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
-from .quant_io import prepare_quantized, quantization_entry
+from .quant import QuantSpec
+from .quant_io import QUANT_KEY, prepare_quantized, quantization_entry
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +31,6 @@ ENCODER_SCALAR = re.compile(r"^model\.encoder\.language_model\.layers\.(\d+)\.la
 SKIPPED_PREFIXES = ("model.encoder.vision_tower.", "model.encoder.embed_vision.", "model.encoder.embed_audio.")
 TIED_KEYS = ("lm_head.weight",)
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model"]
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be loaded; the message says what is wrong and where."""
 
 
 def resolve_checkpoint(path_or_id: str | os.PathLike) -> Path:
@@ -214,3 +212,16 @@ def save_model(model: DiffusionGemma, folder: str | os.PathLike, extra_tensors: 
         tensors[DECODER_PREFIX + name] = value.detach().contiguous().clone()
     tensors.update(extra_tensors or {})
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
+def save_quantized(net: nn.Module, folder: str | os.PathLike) -> Path:
+    """Writes a quantized model as safetensors + config.json with its `quantization` entry (fast to reload)."""
+    spec: QuantSpec | None = getattr(net, "quantization", None)
+    if spec is None:
+        raise ValueError("the model is not quantized (quantize_model or from_pretrained(quantization=...) first)")
+    out = Path(folder)
+    save_model(net, out)
+    raw: dict[str, Any] = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    raw[QUANT_KEY] = spec.as_dict()
+    (out / "config.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    return out

@@ -11,14 +11,12 @@ config.json that the loader recognises (`prepare_quantized`).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
-from .config import DiffusionGemmaConfig
+from .config import CheckpointError, DiffusionGemmaConfig
 from .modules import Experts
 from .quant import QuantExperts, QuantLinear, QuantSpec, is_target, quantize_tensor, set_submodule, storable
 
@@ -82,8 +80,6 @@ def _build(module: nn.Module, parts: dict[str, tuple[torch.Tensor, torch.Tensor]
 
 def quantization_entry(config_path: Path) -> QuantSpec | None:
     """The spec a saved quantized checkpoint declares in its config.json (None for a dense checkpoint)."""
-    from .loader import CheckpointError
-
     try:
         raw = json.loads(Path(config_path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -117,18 +113,3 @@ def prepare_quantized(net: nn.Module, spec: QuantSpec, device: str | torch.devic
         return chain(module, attr, tensor) if chain is not None else False
 
     return place
-
-
-def save_quantized(net: nn.Module, folder: str | os.PathLike) -> Path:
-    """Writes a quantized model as safetensors + config.json with its `quantization` entry (fast to reload)."""
-    from .loader import save_model
-
-    spec: QuantSpec | None = getattr(net, "quantization", None)
-    if spec is None:
-        raise ValueError("the model is not quantized (quantize_model or from_pretrained(quantization=...) first)")
-    out = Path(folder)
-    save_model(net, out)
-    raw: dict[str, Any] = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    raw[QUANT_KEY] = spec.as_dict()
-    (out / "config.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
-    return out

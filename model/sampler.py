@@ -19,6 +19,9 @@ from typing import Any
 
 import torch
 
+from diffill.kernels._triton import interpreting, triton_available, use_triton
+from diffill.kernels.sampler import sampler_step_triton
+
 from .cache import KVCache
 from .diffusion_gemma import DiffusionGemma
 
@@ -106,15 +109,11 @@ def inverse_cdf_sample(probs: torch.Tensor, generator: torch.Generator) -> torch
 
 
 def _kernels_run(z: torch.Tensor) -> bool:
-    from diffill.kernels._triton import interpreting, triton_available, use_triton
-
     return use_triton(z) or (interpreting() and triton_available())
 
 
 def _fused_stats(z: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits."""
-    from diffill.kernels.sampler import sampler_step_triton
-
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
     step = sampler_step_triton(z, 1.0, seed)
     shape = z.shape[:-1]

@@ -6,8 +6,8 @@ import torch
 from quant_helpers import canvas_logits, tiny_config, tiny_model
 
 from diffill.model import DiffusionModel, save_model
+from diffill.model.loader import save_quantized
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, quantize_model
-from diffill.model.quant_io import save_quantized
 
 
 def _quant_state(net):

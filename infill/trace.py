@@ -1,0 +1,37 @@
+"""What one completion cost: the model passes it made, the decoder drafts the encoder verified, and where its
+time went. `diffill eval` and `diffill bench lsp` report these; the daemon keeps their sums (diffill/status)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Trace:
+    passes: int = 0  # sequential model calls (an encoder or a decoder pass), the prompt's own included
+    drafts: int = 0  # decoder drafts verified by the encoder (self-speculative decoding)
+    accepted: int = 0  # draft tokens the encoder accepted
+    ms: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - start) * 1e3
+
+    def add(self, other: Trace) -> None:
+        """Sums `other` into this one (the daemon's running totals)."""
+        self.passes += other.passes
+        self.drafts += other.drafts
+        self.accepted += other.accepted
+        for name, ms in other.ms.items():
+            self.ms[name] = self.ms.get(name, 0.0) + ms
+
+    @property
+    def accepted_per_draft(self) -> float:
+        return self.accepted / self.drafts if self.drafts else 0.0

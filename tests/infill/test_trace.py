@@ -1,0 +1,44 @@
+"""What a completion cost (infill.trace), and self-speculative drafts in the engine: the same answers as the
+encoder's greedy drafts, with their drafts counted."""
+
+from engine_doubles import options
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.trace import Trace
+
+HEADS = ["name = call(arg", "items = [a", "print(", "x = ", "for i in ", "if value"]
+
+
+def test_a_trace_times_its_stages_and_sums_with_others():
+    a = Trace(passes=3, drafts=2, accepted=5)
+    with a.stage("answer"):
+        pass
+    with a.stage("answer"):
+        pass
+    assert set(a.ms) == {"answer"} and a.ms["answer"] >= 0.0
+    total = Trace()
+    total.add(a)
+    total.add(Trace(passes=1, ms={"prompt": 2.0}))
+    assert (total.passes, total.drafts, total.accepted) == (4, 2, 5)
+    assert set(total.ms) == {"answer", "prompt"} and total.accepted_per_draft == 2.5
+    assert Trace().accepted_per_draft == 0.0
+
+
+def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine):
+    kept = engine.options
+    docs = [SyntaxDocument(f"def f(x):\n    return g(x)\n\n{head}", "python") for head in HEADS]
+    try:
+        engine.options = options(steps=4, draft="ar", draft_candidates=1)
+        plain, plain_traces = [], []
+        for d in docs:
+            plain_traces.append(Trace())
+            plain.append(engine.complete(d, len(d.text), trace=plain_traces[-1]))
+        assert any(c is not None and c.text for c in plain)
+        engine.options = options(steps=4, draft="ar", draft_candidates=1, speculative=True, speculative_canvas=6)
+        for d, want, before in zip(docs, plain, plain_traces, strict=True):
+            trace = Trace()
+            assert engine.complete(d, len(d.text), trace=trace) == want
+            assert trace.drafts >= 1 and trace.passes >= 2 and before.drafts == 0
+            assert {"prompt", "answer", "cut", "filters"} <= set(trace.ms)
+    finally:
+        engine.options = kept
