@@ -60,6 +60,7 @@ def _eval(args: argparse.Namespace) -> int:
         copy_prior=args.copy_prior,
         dump=args.dump,
         speculative=args.speculative,
+        latency_budget=args.latency_budget or None,
     )
     return 0
 
@@ -150,6 +151,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
     ev.add_argument("--dump", default="", help="write one JSON line per case (truth, answer, source, scores) here")
+    ev.add_argument(
+        "--latency-budget",
+        type=float,
+        default=200.0,
+        help="milliseconds each answer may take, as the daemon's latencyBudgetMs (0 = no deadline)",
+    )
     ev.add_argument(
         "--speculative",
         action="store_true",

@@ -179,6 +179,7 @@ def run(
     copy_prior: float | None = None,
     dump: str = "",
     speculative: bool = False,
+    latency_budget: float | None = None,
 ) -> dict:
     """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
     (path, kind, truth, answer, source, scores) so that misses can be read, not just counted."""
@@ -200,10 +201,12 @@ def run(
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
         speculative=speculative,
+        latency_budget_ms=latency_budget,
         **copies,
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
+    engine.pass_clock.calibrate(loaded.model)  # as the daemon does at load
     policy = CompletionPolicy(engine)
     cases = draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
@@ -221,7 +224,7 @@ def run(
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
         trace = Trace()
-        comp = policy.answer(doc, case.offset, path=case.path if siblings else None, trace=trace)
+        comp = policy.answer(doc, case.offset, path=case.path if siblings else None, trace=trace, start=t0)
         latencies.append((time.perf_counter() - t0) * 1e3)
         traces[case.kind].append(trace)
         if comp is None:

@@ -8,6 +8,7 @@ model's doubt (infill.ranking), and the post-processing filters (infill.postproc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from .around.ngram_evidence import NgramEvidence
 from .around.prompt_context import PromptContext
 from .around.recent_edits import RecentEdits
 from .around.workspace import WorkspaceIndex
+from .deadline import Deadline, PassClock
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate
 from .options import EngineOptions
@@ -66,6 +68,7 @@ class CompletionEngine:
         self.prompt_context = PromptContext()
         self.folder = FolderFiles()
         self.evidence = NgramEvidence(tokenizer.encode, model.config.vocab_size)
+        self.pass_clock = PassClock()  # what a model pass costs here (infill.deadline): calibrated, then measured
         # Set by the server: the workspace's definitions and the recent edits (prompt context, known names).
         self.workspace: WorkspaceIndex | None = None
         self.recent: RecentEdits | None = None
@@ -84,12 +87,16 @@ class CompletionEngine:
         key: str | None = None,
         path: str | None = None,
         trace: Trace | None = None,
+        start: float | None = None,
     ) -> Completion | None:
         """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so.
         `key` (the document URI) selects the encoder cache reused across keystrokes; `path` is where the
-        document is saved (copies and evidence come from the files beside it); `trace` gets what it cost."""
+        document is saved (copies and evidence come from the files beside it); `trace` gets what it cost.
+        `start` (time.perf_counter) is when the request arrived: the latency budget counts from there."""
         o = self.options
         trace = trace if trace is not None else Trace()
+        budget = o.budget.latency_budget_ms
+        deadline = Deadline(budget, self.pass_clock, start) if budget is not None else None
         passes = self.model.net.passes
         offset = max(0, min(offset, len(doc.text)))
         with trace.stage("prompt"):
@@ -100,11 +107,15 @@ class CompletionEngine:
             others, mix = self._around(request, path, o)
         try:
             with self.prompt_cache.use(key or "", request.prompt) as cache:
+                speculator = self._speculator(o)
                 asked = PromptedModel(
-                    self.model, self.vocabulary, request.prompt, cache, mix, self._speculator(o), trace
+                    self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline
                 )
+                answer_from, answer_passes = time.perf_counter(), self.model.net.passes
                 with trace.stage("answer"):
                     ids, source = self._answer(asked, request, others, path, cancel, o)
+                answer_ms = (time.perf_counter() - answer_from) * 1e3
+                self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
                     floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
                     cut = ranking.cut_at_doubt(asked, ids, request.healed, floor)

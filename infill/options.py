@@ -137,6 +137,15 @@ class EvidenceOptions:
 
 
 @dataclass(frozen=True)
+class BudgetOptions:
+    """The time a completion may take (infill.deadline)."""
+
+    # Milliseconds from the request to the answer (the daemon's `latencyBudgetMs`); passes that would not fit
+    # are not run and the answer verified by then is given. None: no deadline.
+    latency_budget_ms: float | None = None
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """All the engine's knobs, by stage."""
 
@@ -146,6 +155,7 @@ class EngineOptions:
     names: NameOptions = field(default_factory=NameOptions)
     rank: RankOptions = field(default_factory=RankOptions)
     evidence: EvidenceOptions = field(default_factory=EvidenceOptions)
+    budget: BudgetOptions = field(default_factory=BudgetOptions)
 
     @classmethod
     def from_card(cls, card: LoadedModel | None, **knobs: Any) -> EngineOptions:

@@ -32,9 +32,10 @@ class CompletionPolicy:
         key: str | None = None,
         path: str | None = None,
         trace: Trace | None = None,
+        start: float | None = None,
     ) -> Completion | None:
         """The answer at `offset`, or None. `renames` / `signatures`: what the editor's edits of this document
-        showed (absent for a document seen once, as in `diffill eval`); `trace` gets what a completion cost. Raises
+        showed (absent for a document seen once, as in `diffill eval`); `trace` gets what a completion cost, `start` is when the request arrived. Raises
         Cancelled when `cancel()` says so."""
         rename = renames.rename_at(doc.text, offset) if renames is not None else None
         if rename is not None:
@@ -46,4 +47,4 @@ class CompletionPolicy:
             followed = self.engine.follow_signature(doc, offset, changed)
             if followed is not None:
                 return followed
-        return self.engine.complete(doc, offset, cancel=cancel, key=key, path=path, trace=trace)
+        return self.engine.complete(doc, offset, cancel=cancel, key=key, path=path, trace=trace, start=start)

@@ -10,6 +10,7 @@ from diffill.model.api import DiffusionModel
 from diffill.model.ngram import NgramMixer
 from diffill.model.speculative import Speculator
 
+from .deadline import Deadline
 from .request import Constraint
 from .trace import Trace
 from .vocabulary import Vocabulary
@@ -24,6 +25,7 @@ class PromptedModel:
     mix: NgramMixer | None  # the n-gram evidence mixed into every call's probabilities, or None
     speculator: Speculator | None = None  # writes greedy drafts when set (DraftOptions.speculative)
     trace: Trace | None = None  # where the speculative drafts' counts go
+    deadline: Deadline | None = None  # passes that would not fit in the time left are not run
 
     def encode(self, text: str) -> list[int]:
         return self.vocabulary.tokenizer.encode(text)
@@ -39,13 +41,16 @@ class PromptedModel:
         prompt, mix = self.prompt, self.mix
         if head is not None:
             prompt, mix = prompt + head, mix and mix.after(head)
+        deadline = self.deadline
         if k == 1 and self.speculator is not None:
-            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix)
+            rounds = None if deadline is None else (lambda: deadline.affords(2))  # a draft and its verification
+            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix, rounds)
             if self.trace is not None:
                 self.trace.drafts += len(found.accepted)
                 self.trace.accepted += sum(found.accepted)
             return found.tokens, found.score
-        return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix)[0]
+        timed = {} if deadline is None else {"keep_going": deadline.affords}
+        return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **timed)[0]
 
     def scores(self, continuations: list[list[int]]) -> list[float]:
         """Each continuation's summed log-probability after the prompt."""
@@ -60,6 +65,12 @@ class PromptedModel:
         """The log-probability of each token of `ids` after the prompt and the tokens before it."""
         return self.model.token_logprobs(self.prompt, ids, self.cache, self.mix)
 
-    def denoise(self, **sampling: Any) -> list[int]:
-        """A canvas denoised after the prompt (DiffusionModel.generate's options)."""
+    def denoise(self, **sampling: Any) -> list[int] | None:
+        """A canvas denoised after the prompt (DiffusionModel.generate's options), in as many of its steps as the
+        time left affords; None when not even one fits (the caller keeps what it has)."""
+        fits = self.deadline.passes_left() if self.deadline is not None else None
+        if fits is not None:
+            if fits < 2:  # one step and the encoder's commit of the canvas
+                return None
+            sampling["steps"] = min(sampling.get("steps") or fits, fits - 1)
         return self.model.generate(self.prompt, cache=self.cache, **sampling)

@@ -97,7 +97,12 @@ class Session:
         if s.draft_candidates:
             user["draft_candidates"] = s.draft_candidates
         return EngineOptions.from_card(
-            card, steps=s.steps, canvas_length=s.canvas_length or None, max_prompt_tokens=s.max_prompt_tokens, **user
+            card,
+            steps=s.steps,
+            canvas_length=s.canvas_length or None,
+            max_prompt_tokens=s.max_prompt_tokens,
+            latency_budget_ms=s.latency_budget_ms,
+            **user,
         )
 
     def install(self, loaded: LoadedModel) -> None:
@@ -105,6 +110,7 @@ class Session:
         self.loaded = loaded
         self.context_enabled = loaded.trained_with_context
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
+        engine.pass_clock.calibrate(loaded.model)  # the latency budget plans passes on what they cost here
         engine.workspace = self.workspace_index
         engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
         engine.recent = self.recent
@@ -210,7 +216,7 @@ class Session:
         version_at_start = state.version
         engine = self.engine
         loop = asyncio.get_running_loop()
-        started = time.perf_counter()
+        started = time.perf_counter()  # the latency budget counts from here
         try:
             self.stats["model_calls"] += 1
             policy = CompletionPolicy(engine)
@@ -226,6 +232,7 @@ class Session:
                     key=uri,
                     path=to_fs_path(uri),
                     trace=trace,
+                    start=started,
                 )
 
             result = await loop.run_in_executor(self.scheduler.executor, work)

@@ -158,6 +158,7 @@ class DiffusionModel:
         first_allowed: list[int] | Callable[[list[int]], Sequence[int] | None] | None = None,
         k: int = 1,
         mix: NgramMixer | None = None,
+        keep_going: Callable[[], bool] | None = None,
     ) -> list[tuple[list[int], float]]:
         """The best draft of a beam search of width `k` over the encoder's head, then the other drafts that finished
         before it was sure (at most `k` in all), each with its summed log-probability (nats, its stop token
@@ -167,7 +168,8 @@ class DiffusionModel:
         prompt; the beams extend copies of it. `mix` blends a cache n-gram model of the code around into each
         next-token distribution (see model.ngram). `first_allowed`: the only ids the first token may take, or a
         function of a draft's tokens so far giving the ids its next token may take (None: any; token healing
-        over several tokens)."""
+        over several tokens). `keep_going` is asked before each further step: when it says no, the drafts so far
+        (finished or not) are ranked as they stand."""
         if max_tokens <= 0:
             return [([], 0.0)]
         device = self.net.device
@@ -200,6 +202,8 @@ class DiffusionModel:
             # A beam's score only falls as it grows: once a finished draft beats every live one, it is the best.
             if not live or (done and done[0][1] >= max(beams[i][1] for i in live)):
                 break
+            if keep_going is not None and not keep_going():  # out of time: the live drafts end where they are
+                return sorted(done + [beams[i] for i in live], key=lambda d: -d[1])[:k]
             _select_rows(rows, live)
             last = torch.tensor([[beams[i][0][-1]] for i in live], device=device)
             step = torch.log_softmax(self.net.head(self.net.encode(last, rows)[:, -1]).float(), -1)
@@ -277,6 +281,19 @@ class DiffusionModel:
                 row.append(float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0)))
             rows.append(row)
         return rows
+
+    @torch.inference_mode()
+    def denoise_step(self, prompt_ids, canvas_length: int, cache: KVCache) -> torch.Tensor:
+        """One decoder pass over a noise canvas after the cached prompt (encoded first where the cache lacks it):
+        what a denoising step costs, for timing."""
+        device = self.net.device
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        if cache.length > prompt.shape[1]:
+            cache.truncate(prompt.shape[1])
+        if cache.length < prompt.shape[1]:
+            self.net.encode(prompt[:, cache.length :], cache)
+        canvas = torch.randint(0, self.config.vocab_size, (1, canvas_length), device=device)
+        return self.net.decode(canvas, cache)[0]
 
     @torch.inference_mode()
     def denoise_logits(self, prompt_ids, canvas_ids, prev_logits: torch.Tensor | None = None) -> torch.Tensor:

@@ -63,8 +63,9 @@ def denoise(
     rank: RankOptions,
 ) -> list[int]:
     """The denoised answer (from `init`, a drafted canvas, or from noise); a block gets two canvases. The
-    denoiser cuts at doubt only what the encoder does not judge (infill.ranking judges AR rest-of-line drafts)."""
-    return asked.denoise(
+    denoiser cuts at doubt only what the encoder does not judge (infill.ranking judges AR rest-of-line drafts).
+    Out of time, the drafted canvas is the answer as it stands (none without a draft)."""
+    denoised = asked.denoise(
         max_new_tokens=canvas * (1 if request.line else 2),
         seed=options.seed,
         steps=options.steps,
@@ -74,6 +75,10 @@ def denoise(
         min_confidence=0.0 if options.ar and request.line else rank.span_confidence,
         first_allowed=request.first_ids,
     )
+    if denoised is not None:
+        return denoised
+    drafted = init or []
+    return drafted[: drafted.index(EOS)] if EOS in drafted else drafted
 
 
 def with_known_tail(
@@ -96,7 +101,7 @@ def with_known_tail(
     start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
     pins = {start + i: t for i, t in enumerate(tail_ids)}
     pins[start + len(tail_ids)] = EOS
-    return asked.denoise(
+    pinned = asked.denoise(
         max_new_tokens=canvas,
         seed=options.seed,
         steps=options.steps,
@@ -106,3 +111,4 @@ def with_known_tail(
         min_confidence=0.0 if options.ar else rank.span_confidence,  # the encoder cuts
         first_allowed=request.first_ids,
     )
+    return ids if pinned is None else pinned  # (None: out of time)

@@ -267,3 +267,21 @@ def test_continuation_logprobs_with_end_ids_add_the_chance_the_line_ends(model):
     logp = torch.log_softmax(model.net.head(hidden[0, -1]).float(), dim=-1)
     assert scored == pytest.approx(plain + float(torch.logsumexp(logp[[7, 9]], 0)), abs=1e-4)
     assert model.continuation_logprobs(prompt, [cand, cand + [7]], end_ids={7})[1] < scored
+
+
+def test_ar_drafts_out_of_time_rank_the_drafts_as_they_stand(model):
+    prompt = [2, 10, 11, 12]
+    asked = []
+
+    def keep_going():
+        asked.append(1)
+        return len(asked) < 2  # one more step, then no time
+
+    drafts = model.ar_drafts(prompt, 8, stop_ids=set(), k=3, keep_going=keep_going)
+    assert len(asked) == 2 and all(len(d) == 2 for d, _ in drafts)  # first token + one step each
+    assert [s for _, s in drafts] == sorted((s for _, s in drafts), reverse=True)
+    scores = model.continuation_logprobs(prompt, [d for d, _ in drafts])
+    assert [s for _, s in drafts] == pytest.approx(scores, abs=1e-4)
+    assert model.ar_drafts(prompt, 8, stop_ids=set(), k=1, keep_going=lambda: False)[0][0] == greedy(
+        model, prompt, 1, stop_ids=set()
+    )
