@@ -61,6 +61,7 @@ def _eval(args: argparse.Namespace) -> int:
         dump=args.dump,
         speculative=args.speculative,
         latency_budget=args.latency_budget or None,
+        blocks=args.blocks,
     )
     return 0
 
@@ -151,6 +152,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     ev.add_argument("--no-healing", action="store_true", help="keep the prompt's partial last token (no healing)")
     ev.add_argument("--dump", default="", help="write one JSON line per case (truth, answer, source, scores) here")
+    ev.add_argument(
+        "--blocks",
+        action="store_true",
+        help="block-body cases: a Python function's body removed, the cursor under its signature",
+    )
     ev.add_argument(
         "--latency-budget",
         type=float,

@@ -88,6 +88,63 @@ def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | Non
     return Case(path, before + after, len(before), truth, kind, prev.strip())
 
 
+MAX_BODY_LINES = 12  # bodies longer than this are left out of block cases (a completion writes a few lines)
+
+
+def make_block_case(path: str, text: str, rng: random.Random) -> Case | None:
+    """A Python function with its body removed (its docstring kept), the cursor on the empty line under the
+    signature (or the docstring) at the body's indentation: what the user has when starting a function. The truth
+    is the body that was there."""
+    if not path.endswith(".py"):
+        return None
+    doc = SyntaxDocument(text, "python")
+    bodies = []
+    stack = [doc.tree.root_node] if doc.tree is not None else []
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "function_definition":
+            continue
+        body = node.child_by_field_name("body")
+        statements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+        if statements and _is_docstring(statements[0]):
+            statements = statements[1:]
+        if 1 <= len(statements) and statements[-1].end_point[0] - statements[0].start_point[0] < MAX_BODY_LINES:
+            bodies.append(statements)
+    if not bodies:
+        return None
+    statements = rng.choice(sorted(bodies, key=lambda b: b[0].start_byte))
+    lines = text.split("\n")
+    first, last = statements[0].start_point[0], statements[-1].end_point[0]
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+    truth = "\n".join(lines[first : last + 1])[len(indent) :].rstrip()
+    before = "\n".join(lines[:first] + [indent])
+    after = "\n" + "\n".join(lines[last + 1 :])
+    return Case(path, before + after, len(before), truth, "block", lines[first - 1].strip() if first else "")
+
+
+def _is_docstring(node) -> bool:
+    return (
+        node.type == "expression_statement" and node.named_child_count == 1 and node.named_children[0].type == "string"
+    )
+
+
+def draw_block_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
+    """`n` block cases, at most one per Python file, in a seeded order."""
+    cases = []
+    for path in _files(root, rng):
+        if len(cases) >= n:
+            break
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        case = make_block_case(str(path), text, rng) if len(text) <= 200_000 else None
+        if case is not None:
+            cases.append(case)
+    return cases
+
+
 def draw_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
     """`n` cases, one per file in a seeded order, rest-of-line and multi-line by turns; when the files run out
     another pass draws new cut points from the same files (so a small package still gives `n` cases)."""
@@ -154,6 +211,14 @@ def format_cost(cost: dict[str, float]) -> str:
     return f"{cost['passes']} model passes per answer, {drafts}; {stages}"
 
 
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.split("\n") if line.strip()), "")
+
+
+def _first_line_mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {"first_line": round(sum(r["first_line"] for r in rows) / max(1, len(rows)), 4)}
+
+
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     keys = ("exact", "useful", "edit_similarity", "valid")
     return {k: round(sum(r[k] for r in rows) / max(1, len(rows)), 4) for k in keys}
@@ -180,9 +245,11 @@ def run(
     dump: str = "",
     speculative: bool = False,
     latency_budget: float | None = None,
+    blocks: bool = False,
 ) -> dict:
     """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
-    (path, kind, truth, answer, source, scores) so that misses can be read, not just counted."""
+    (path, kind, truth, answer, source, scores) so that misses can be read, not just counted. `blocks`: the
+    cases are Python function bodies removed whole (make_block_case) instead of lines."""
 
     rng = random.Random(seed)
     loaded = runtime.load(model, "auto", dtype=dtype)
@@ -208,11 +275,11 @@ def run(
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     engine.pass_clock.calibrate(loaded.model)  # as the daemon does at load
     policy = CompletionPolicy(engine)
-    cases = draw_cases(root, n, rng)
+    cases = draw_block_cases(root, n, rng) if blocks else draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
-    by_kind: dict[str, list] = {"line": [], "lines": []}
+    by_kind: dict[str, list] = {"line": [], "lines": [], "block": []}
     latencies = []
-    traces: dict[str, list[Trace]] = {"line": [], "lines": []}
+    traces: dict[str, list[Trace]] = {"line": [], "lines": [], "block": []}
     dumped = []
     for case in cases:
         lang = language_for(None, case.path)
@@ -234,6 +301,8 @@ def run(
             answer = comp.text
         valid = (count_errors(lang, new_text) <= base_errors) if lang else True
         row = score(answer, case.truth, valid)
+        if case.kind == "block":  # the first line of a body is what the user reads first
+            row["first_line"] = float(bool(answer.strip()) and _first_line(answer) == _first_line(case.truth))
         results["model"].append(row)
         by_kind[case.kind].append(row)
         if dump:
@@ -262,6 +331,7 @@ def run(
         "model": _mean(results["model"]),
         "rest_of_line": _mean(by_kind["line"]),
         "multi_line": _mean(by_kind["lines"]),
+        "block_body": _mean(by_kind["block"]) | _first_line_mean(by_kind["block"]),
         "baseline_empty": _mean(results["empty"]),
         "baseline_prev_line": _mean(results["prev_line"]),
         "latency_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
@@ -270,11 +340,15 @@ def run(
     where = root if isinstance(root, str) else ",".join(root)
     out(f"root={where} cases={len(cases)} steps={steps} seed={seed} siblings={siblings}")
     out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}")
-    for name in ("rest_of_line", "multi_line", "model", "baseline_empty", "baseline_prev_line"):
+    names = ("block_body",) if blocks else ("rest_of_line", "multi_line")
+    for name in (*names, "model", "baseline_empty", "baseline_prev_line"):
         m = summary[name]
         out(f"{name:<22}{m['exact']:>8.3f}{m['useful']:>8.3f}{m['edit_similarity']:>10.3f}{m['valid']:>8.3f}")
+    if blocks:
+        out(f"block bodies: first line exact {summary['block_body']['first_line']:.3f}")
     out(f"latency p50 {summary['latency_ms_p50']} ms, p95 {summary['latency_ms_p95']} ms")
-    for kind, name in (("line", "rest_of_line"), ("lines", "multi_line")):
+    kinds = (("block", "block_body"),) if blocks else (("line", "rest_of_line"), ("lines", "multi_line"))
+    for kind, name in kinds:
         cost = trace_summary(traces[kind])
         summary[f"{name}_cost"] = cost
         out(f"{name}: {format_cost(cost)}")

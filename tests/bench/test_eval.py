@@ -116,3 +116,25 @@ def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, 
         assert r["exact"] == float(r["answer"].rstrip() == r["truth"].rstrip())
         assert r["source"] in ("", "model", "copy", "next line")
     assert sum(r["useful"] for r in rows) / 6 == pytest.approx(summary["useful"], abs=1e-3)
+
+
+def test_block_cases_remove_a_function_body_and_keep_its_docstring():
+    import random
+
+    from diffill.bench.evaluate import make_block_case
+
+    text = (
+        "import os\n\n\n"
+        "def listing(root):\n"
+        '    """The names under root."""\n'
+        "    names = os.listdir(root)\n"
+        "    return sorted(names)\n\n\n"
+        "x = 1\n"
+    )
+    case = make_block_case("m.py", text, random.Random(0))
+    assert case.kind == "block"
+    assert case.truth == "names = os.listdir(root)\n    return sorted(names)"
+    assert case.text[: case.offset].endswith('"""The names under root."""\n    ')
+    assert case.text[case.offset :].startswith("\n\n\nx = 1")
+    assert make_block_case("m.js", text, random.Random(0)) is None
+    assert make_block_case("m.py", "x = 1\n", random.Random(0)) is None
