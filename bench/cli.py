@@ -59,7 +59,7 @@ def _eval(args: argparse.Namespace) -> int:
         siblings=args.siblings,
         copy_prior=args.copy_prior,
         dump=args.dump,
-        speculative=args.speculative,
+        speculative={"model": None, "on": True, "off": False}[args.speculative],
         latency_budget=args.latency_budget or None,
         blocks=args.blocks,
     )
@@ -165,8 +165,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ev.add_argument(
         "--speculative",
-        action="store_true",
-        help="greedy drafts by self-speculative decoding (the decoder drafts, the encoder verifies)",
+        default="model",
+        choices=["model", "on", "off"],
+        help="greedy drafts by self-speculative decoding (the decoder drafts, the encoder verifies); model = the card",
     )
     ev.set_defaults(func=_eval)
 

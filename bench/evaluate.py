@@ -243,7 +243,7 @@ def run(
     siblings: bool = False,
     copy_prior: float | None = None,
     dump: str = "",
-    speculative: bool = False,
+    speculative: bool | None = None,
     latency_budget: float | None = None,
     blocks: bool = False,
 ) -> dict:
@@ -267,7 +267,7 @@ def run(
         max_prompt_tokens=prompt_tokens,
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
-        speculative=speculative,
+        **({} if speculative is None else {"speculative": speculative}),  # None: the model's card
         latency_budget_ms=latency_budget,
         **copies,
         **{k: v for k, v in knobs.items() if v != unset[k]},

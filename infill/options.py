@@ -169,6 +169,7 @@ class EngineOptions:
                 "min_confidence": card.min_confidence,
                 "span_min_confidence": card.span_min_confidence,
                 "draft_candidates": card.draft_candidates,
+                "speculative": card.speculative,
                 "context_tokens": CONTEXT_TOKENS if card.trained_with_context else 0,
             }
         by_stage: dict[str, dict[str, Any]] = {stage: {} for stage in STAGES}

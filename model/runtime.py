@@ -68,6 +68,7 @@ class LoadedModel:
     draft_candidates: int = 1  # the model's card: beam width of rest-of-line drafts
     memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.memory)
     span_min_confidence: float | None = None  # the model's card: min_confidence of denoised answers, if other
+    speculative: bool = False  # the model's card: its decoder drafts what its encoder accepts (model.speculative)
 
 
 def load(
@@ -108,7 +109,7 @@ def load(
             with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
         except (ValueError, AttributeError):
             with_context = False
-    draft, min_confidence, candidates, span_confidence = "", 0.0, 1, None
+    draft, min_confidence, candidates, span_confidence, speculative = "", 0.0, 1, None, False
     gen = folder / "generation_config.json"
     if gen.exists():
         try:
@@ -118,8 +119,9 @@ def load(
             candidates = max(1, min(16, int(card.get("diffill_draft_candidates", 1))))
             if "diffill_span_min_confidence" in card:
                 span_confidence = float(card["diffill_span_min_confidence"])
+            speculative = card.get("diffill_speculative", False) is True
         except (ValueError, TypeError, AttributeError):
-            draft, min_confidence, candidates, span_confidence = "", 0.0, 1, None
+            draft, min_confidence, candidates, span_confidence, speculative = "", 0.0, 1, None, False
     return LoadedModel(
         model,
         tokenizer,
@@ -131,6 +133,7 @@ def load(
         candidates,
         memory=_memory(folder / MEMORY_FILE, tokenizer.vocab_size),
         span_min_confidence=span_confidence,
+        speculative=speculative,
     )
 
 

@@ -97,6 +97,8 @@ def _train_export(args: argparse.Namespace) -> int:
         sampler["diffill_draft_candidates"] = args.draft_candidates
     if args.entropy_bound is not None:
         sampler["sampler_config"] = {"entropy_bound": args.entropy_bound}
+    if args.speculative:
+        sampler["diffill_speculative"] = True
     export(Path(args.run), Path(args.dest), sampler=sampler)
     print(f"exported {args.run} -> {args.dest}")
     return 0
@@ -196,6 +198,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="beam width of rest-of-line drafts (the line the model believes most is kept; 1 = greedy)",
     )
     te.add_argument("--entropy-bound", type=float, default=None, help="the sampler's entropy bound (default 0.1)")
+    te.add_argument(
+        "--speculative",
+        action="store_true",
+        help="ask the daemon to write greedy drafts by self-speculative decoding (a decoder trained to draft)",
+    )
     te.set_defaults(func=_train_export)
 
 

@@ -82,6 +82,7 @@ def test_losses_fall_resume_and_export(tmp_path):
         "diffill_span_min_confidence": 0.5,
         "diffill_draft_margin": 0.6,
         "diffill_draft_candidates": 3,
+        "diffill_speculative": True,
     }
     export(tmp_path / "run", tmp_path / "weights", sampler=card)
     model = DiffusionModel.from_pretrained(tmp_path / "weights", dtype="float32")
@@ -108,6 +109,7 @@ def test_losses_fall_resume_and_export(tmp_path):
     options = EngineOptions.from_card(loaded, steps=2)  # what the daemon, eval and complete run with
     assert (options.rank.min_confidence, options.rank.span_min_confidence) == (0.25, 0.5)
     assert (options.drafts.draft_candidates, options.drafts.steps) == (3, 2)
+    assert loaded.speculative and options.drafts.speculative
     assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 
