@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
+from diffill.kernels import sampler as kernel_sampler
 from diffill.kernels._triton import interpreting, triton_available, use_triton
-from diffill.kernels.sampler import sampler_step_triton
 
 from .cache import KVCache
 from .diffusion_gemma import DiffusionGemma
@@ -115,7 +115,7 @@ def _kernels_run(z: torch.Tensor) -> bool:
 def _fused_stats(z: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits."""
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
-    step = sampler_step_triton(z, 1.0, seed)
+    step = kernel_sampler.sampler_step_triton(z, 1.0, seed)
     shape = z.shape[:-1]
     return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape)
 

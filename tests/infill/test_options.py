@@ -15,7 +15,12 @@ from diffill.infill.options import (
 )
 
 CARD = SimpleNamespace(
-    draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6, trained_with_context=True
+    draft="ar",
+    min_confidence=0.2,
+    span_min_confidence=0.3,
+    draft_candidates=6,
+    trained_with_context=True,
+    speculative=True,
 )
 
 
@@ -41,6 +46,7 @@ def test_the_card_gives_its_values_and_the_callers_knobs_win():
     assert (own.drafts.draft, own.drafts.draft_candidates, own.rank.min_confidence) == ("ar", 6, 0.2)
     assert own.rank.span_min_confidence == 0.3 and own.prompt.context_tokens > 0 and own.drafts.ar
     assert own.drafts.line_canvas_length is not None  # rest-of-line spans get a short canvas
+    assert own.drafts.speculative and not EngineOptions.from_card(CARD, speculative=False).drafts.speculative
     mine = EngineOptions.from_card(CARD, min_confidence=0.5, draft_candidates=1, context_tokens=0)
     assert (mine.rank.min_confidence, mine.drafts.draft_candidates, mine.prompt.context_tokens) == (0.5, 1, 0)
     assert mine.rank.span_min_confidence == 0.3

@@ -28,7 +28,12 @@ def test_user_settings_override_the_models_card():
     from diffill.lsp.session import Session
 
     card = SimpleNamespace(
-        draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6, trained_with_context=False
+        draft="ar",
+        min_confidence=0.2,
+        span_min_confidence=0.3,
+        draft_candidates=6,
+        trained_with_context=False,
+        speculative=False,
     )
     own = Session._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
     assert (own.drafts.draft, own.rank.min_confidence, own.drafts.draft_candidates) == ("ar", 0.2, 6)
