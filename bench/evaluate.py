@@ -16,7 +16,7 @@ import itertools
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,16 +129,21 @@ def _is_docstring(node) -> bool:
     )
 
 
+def source_texts(root: str | Path | list[str], rng: random.Random) -> Iterator[tuple[Path, str]]:
+    """(path, text) of the readable source files under `root`, in `_files`' seeded order."""
+    for path in _files(root, rng):
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+
+
 def draw_block_cases(root: str | list[str], n: int, rng: random.Random) -> list[Case]:
     """`n` block cases, at most one per Python file, in a seeded order."""
     cases = []
-    for path in _files(root, rng):
+    for path, text in source_texts(root, rng):
         if len(cases) >= n:
             break
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
         case = make_block_case(str(path), text, rng) if len(text) <= 200_000 else None
         if case is not None:
             cases.append(case)
@@ -193,11 +198,16 @@ def score(answer: str, truth: str, valid: bool) -> dict[str, float]:
 
 
 def trace_summary(traces: list[Trace]) -> dict[str, float]:
-    """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds by stage."""
+    """`cost_per_answer` of these completions' traces."""
     total = Trace()
     for t in traces:
         total.add(t)
-    n = max(1, len(traces))
+    return cost_per_answer(total, len(traces))
+
+
+def cost_per_answer(total: Trace, answers: int) -> dict[str, float]:
+    """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds by stage."""
+    n = max(1, answers)
     cost = {"passes": round(total.passes / n, 2), "drafts": round(total.drafts / n, 2)}
     cost["accepted_per_draft"] = round(total.accepted_per_draft, 2)
     cost |= {f"{stage}_ms": round(ms / n, 1) for stage, ms in total.ms.items()}

@@ -18,7 +18,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from diffill.bench.evaluate import _files, format_cost, make_case
+from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, source_texts
+from diffill.infill.trace import Trace
 
 
 def _utf16(s: str) -> int:
@@ -47,13 +48,9 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
 
     rng = random.Random(seed)
     cases = []
-    for path in _files(Path(root), rng):
+    for path, text in source_texts(Path(root), rng):
         if len(cases) >= n:
             break
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
         case = make_case(str(path), text, rng, "line")
         if case is not None and case.offset > 0 and case.text[case.offset - 1] not in "\n":
             cases.append(case)
@@ -145,16 +142,15 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
 def answer_cost(status) -> dict[str, float]:
     """The daemon's per-answer cost (model passes, drafts, accepted tokens, ms by stage) from diffill/status."""
     cost = getattr(status, "cost", None)
-    n = max(1, getattr(cost, "answers", 0) or 0)
-    drafts = getattr(cost, "drafts", 0) or 0
-    out = {
-        "passes": round((getattr(cost, "passes", 0) or 0) / n, 2),
-        "drafts": round(drafts / n, 2),
-        "accepted_per_draft": round((getattr(cost, "accepted", 0) or 0) / max(1, drafts), 2),
-    }
     ms = getattr(cost, "ms", None)
     stages = ms._asdict() if hasattr(ms, "_asdict") else dict(ms or {})  # pygls hands JSON objects as namedtuples
-    return out | {f"{stage}_ms": round(value / n, 1) for stage, value in stages.items()}
+    total = Trace(
+        passes=getattr(cost, "passes", 0) or 0,
+        drafts=getattr(cost, "drafts", 0) or 0,
+        accepted=getattr(cost, "accepted", 0) or 0,
+        ms=stages,
+    )
+    return cost_per_answer(total, getattr(cost, "answers", 0) or 0)
 
 
 async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
@@ -163,13 +159,9 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
 
     rng = random.Random(seed)
     lines = []
-    for path in _files(Path(root), rng):
+    for path, text in source_texts(Path(root), rng):
         if len(lines) >= n:
             break
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
         rows = text.split("\n")
         cands = [i for i, r in enumerate(rows) if 20 <= len(r.strip()) <= 60 and i > 5]
         if cands:

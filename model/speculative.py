@@ -35,10 +35,6 @@ class Speculation:
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
 
-    @property
-    def accepted_per_draft(self) -> float:
-        return sum(self.accepted) / len(self.accepted) if self.accepted else 0.0
-
 
 def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
     """`logp` [V] with every id outside `ids` at -inf (`ids` None: as is)."""
