@@ -60,6 +60,7 @@ def _eval(args: argparse.Namespace) -> int:
         copy_prior=args.copy_prior,
         dump=args.dump,
         speculative={"model": None, "on": True, "off": False}[args.speculative],
+        decoder_drafts={"model": None, "on": True, "off": False}[args.decoder_drafts],
         latency_budget=args.latency_budget or None,
         blocks=args.blocks,
     )
@@ -167,7 +168,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--speculative",
         default="model",
         choices=["model", "on", "off"],
-        help="greedy drafts by self-speculative decoding (the decoder drafts, the encoder verifies); model = the card",
+        help="greedy drafts by self-speculative decoding (drafts from the code around or the decoder, verified by "
+        "the encoder); model = the engine's default",
+    )
+    ev.add_argument(
+        "--decoder-drafts",
+        default="model",
+        choices=["model", "on", "off"],
+        help="in speculative rounds without a draft from the code around, the decoder drafts; model = the card",
     )
     ev.set_defaults(func=_eval)
 

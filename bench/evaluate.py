@@ -210,6 +210,8 @@ def cost_per_answer(total: Trace, answers: int) -> dict[str, float]:
     n = max(1, answers)
     cost = {"passes": round(total.passes / n, 2), "drafts": round(total.drafts / n, 2)}
     cost["accepted_per_draft"] = round(total.accepted_per_draft, 2)
+    cost["lookups"] = round(total.lookups / n, 2)
+    cost["accepted_per_lookup"] = round(total.looked_up / total.lookups, 2) if total.lookups else 0.0
     cost |= {f"{stage}_ms": round(ms / n, 1) for stage, ms in total.ms.items()}
     return cost
 
@@ -218,6 +220,7 @@ def format_cost(cost: dict[str, float]) -> str:
     """One line of `trace_summary`'s figures."""
     stages = ", ".join(f"{k.removesuffix('_ms')} {v} ms" for k, v in cost.items() if k.endswith("_ms"))
     drafts = f"{cost['drafts']} decoder drafts ({cost['accepted_per_draft']} tokens accepted each)"
+    drafts += f", {cost['lookups']} drafts from the code around ({cost['accepted_per_lookup']} accepted each)"
     return f"{cost['passes']} model passes per answer, {drafts}; {stages}"
 
 
@@ -254,6 +257,7 @@ def run(
     copy_prior: float | None = None,
     dump: str = "",
     speculative: bool | None = None,
+    decoder_drafts: bool | None = None,
     latency_budget: float | None = None,
     blocks: bool = False,
 ) -> dict:
@@ -277,7 +281,8 @@ def run(
         max_prompt_tokens=prompt_tokens,
         token_healing=token_healing,
         context_tokens=0,  # files are evaluated alone (bench context measures the context)
-        **({} if speculative is None else {"speculative": speculative}),  # None: the model's card
+        **({} if speculative is None else {"speculative": speculative}),  # None: the engine's default
+        **({} if decoder_drafts is None else {"decoder_drafts": decoder_drafts}),  # None: the model's card
         latency_budget_ms=latency_budget,
         **copies,
         **{k: v for k, v in knobs.items() if v != unset[k]},

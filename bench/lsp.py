@@ -140,7 +140,8 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
 
 
 def answer_cost(status) -> dict[str, float]:
-    """The daemon's per-answer cost (model passes, drafts, accepted tokens, ms by stage) from diffill/status."""
+    """The daemon's per-answer cost (model passes, drafts and lookups with their accepted tokens, ms by stage)
+    from diffill/status."""
     cost = getattr(status, "cost", None)
     ms = getattr(cost, "ms", None)
     stages = ms._asdict() if hasattr(ms, "_asdict") else dict(ms or {})  # pygls hands JSON objects as namedtuples
@@ -148,6 +149,8 @@ def answer_cost(status) -> dict[str, float]:
         passes=getattr(cost, "passes", 0) or 0,
         drafts=getattr(cost, "drafts", 0) or 0,
         accepted=getattr(cost, "accepted", 0) or 0,
+        lookups=getattr(cost, "lookups", 0) or 0,
+        looked_up=getattr(cost, "looked_up", 0) or 0,
         ms=stages,
     )
     return cost_per_answer(total, getattr(cost, "answers", 0) or 0)

@@ -104,7 +104,7 @@ class CompletionEngine:
                 doc, offset, key, path, self.workspace, self.recent, o.prompt.context_tokens
             )
             request = build_request(doc, offset, context, self.vocabulary, o.prompt)
-            others, mix = self._around(request, path, o)
+            others, mix = self.around(request, path, o)
         try:
             with self.prompt_cache.use(key or "", request.prompt) as cache:
                 speculator = self._speculator(o)
@@ -129,9 +129,9 @@ class CompletionEngine:
         d = o.drafts
         if not d.speculative:
             return None
-        return Speculator(self.model.net, d.speculative_canvas, d.speculative_steps, d.seed)
+        return Speculator(self.model.net, d.speculative_canvas, d.speculative_steps, d.seed, d.decoder_drafts)
 
-    def _around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
+    def around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
         """The texts copies come from and the n-gram evidence, for answers drafted by the encoder (the others have
         neither). The files around are read only when copies could match here or the evidence learns from them."""
         if not o.drafts.ar:
@@ -160,19 +160,24 @@ class CompletionEngine:
         init = None
         if o.drafts.ar:
             line_canvas = draft.canvas_length(True, self.model.config.canvas_length, o.drafts)
-            copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, o.drafts.draft_candidates)
+            beam = o.drafts.beam_width(o.budget.latency_budget_ms)
+            copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
             if copied:
                 return copied, "next line"
             names = None
             if request.line:
                 prior = o.names.symbol_prior
                 names = known_names(request.text, request.offset, request.healed, self.workspace, path, prior)
-            drafted = draft.draft(asked, request, canvas, o.drafts, names)
+            drafted = draft.draft(asked, request, canvas, beam, names)
             if request.line:
                 copied = copies.rest_of_line_copy(asked, request, others, drafted.score, o.copies)
                 if copied:
                     return copied, "copy"
             init = drafted.canvas
+            if request.line and not o.drafts.denoise_lines:  # the encoder wrote it: denoising keeps it as it is
+                return draft.with_known_tail(
+                    asked, request, draft.drafted(init), canvas, cancel, o.drafts, o.rank
+                ), "model"
         ids = draft.denoise(asked, request, canvas, init, cancel, o.drafts, o.rank)
         return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model"
 

@@ -45,19 +45,33 @@ class DraftOptions:
     # Rest-of-line drafts come from a beam search this wide: the continuation the model believes most as a whole
     # (summed log-probability to the line end) seeds the canvas. 1 = plain greedy.
     draft_candidates: int = 1
+    # The beam makes a pass per token where speculative greedy drafts verify several at once, for slightly better
+    # lines (docs/benchmarks.md): it runs only when the latency budget is at least this (or there is none).
+    beam_from_budget_ms: float = 300.0
     # A greedy draft (one candidate, or a span other than a rest of line) is written by self-speculative decoding
-    # (model.speculative): the decoder drafts `speculative_canvas` tokens in `speculative_steps` passes, the
-    # encoder verifies them in one. The same answer as the encoder's token-by-token greedy draft, in fewer passes
-    # when the decoder drafts what the encoder would write.
-    speculative: bool = False
+    # (model.speculative): each round the n-gram evidence drafts what the code around says follows (no pass), or
+    # with `decoder_drafts` the decoder drafts `speculative_canvas` tokens in `speculative_steps` passes, and the
+    # encoder verifies the draft in one. The same answer as the encoder's token-by-token greedy draft, in fewer
+    # passes when the drafts are what the encoder would write.
+    speculative: bool = True
+    decoder_drafts: bool = False  # the model's card says whether its decoder drafts well (diffill_speculative)
     speculative_canvas: int = 16
     speculative_steps: int = 1
+    # Denoise the encoder's rest-of-line draft too (the draft margin keeps it: docs/benchmarks.md measured no
+    # answer changed), instead of answering with the draft as the encoder verified it.
+    denoise_lines: bool = False
 
     def __post_init__(self) -> None:
         for name in ("canvas_length", "line_canvas_length"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be positive or None, not {value}")
+
+    def beam_width(self, budget_ms: float | None) -> int:
+        """The rest-of-line beam's width under a latency budget (None: no deadline)."""
+        if budget_ms is not None and budget_ms < self.beam_from_budget_ms:
+            return 1
+        return self.draft_candidates
 
     @property
     def ar(self) -> bool:
@@ -169,7 +183,7 @@ class EngineOptions:
                 "min_confidence": card.min_confidence,
                 "span_min_confidence": card.span_min_confidence,
                 "draft_candidates": card.draft_candidates,
-                "speculative": card.speculative,
+                "decoder_drafts": card.speculative,
                 "context_tokens": CONTEXT_TOKENS if card.trained_with_context else 0,
             }
         by_stage: dict[str, dict[str, Any]] = {stage: {} for stage in STAGES}

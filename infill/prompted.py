@@ -3,7 +3,7 @@ n-gram evidence, so that the candidate sources and the ranking only say what the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from diffill.model.api import DiffusionModel
@@ -26,6 +26,9 @@ class PromptedModel:
     speculator: Speculator | None = None  # writes greedy drafts when set (DraftOptions.speculative)
     trace: Trace | None = None  # where the speculative drafts' counts go
     deadline: Deadline | None = None  # passes that would not fit in the time left are not run
+    # Token log-probabilities the speculative rounds have already verified (draft tokens -> theirs): the cut at
+    # doubt reads them instead of running the encoder over the same tokens again.
+    verified: dict[tuple[int, ...], list[float]] = field(default_factory=dict)
 
     def encode(self, text: str) -> list[int]:
         return self.vocabulary.tokenizer.encode(text)
@@ -43,11 +46,15 @@ class PromptedModel:
             prompt, mix = prompt + head, mix and mix.after(head)
         deadline = self.deadline
         if k == 1 and self.speculator is not None:
-            rounds = None if deadline is None else (lambda: deadline.affords(2))  # a draft and its verification
+            rounds = None if deadline is None else deadline.affords
             found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix, rounds)
             if self.trace is not None:
                 self.trace.drafts += len(found.accepted)
                 self.trace.accepted += sum(found.accepted)
+                self.trace.lookups += len(found.looked_up)
+                self.trace.looked_up += sum(found.looked_up)
+            if head is None:
+                self.verified[tuple(found.tokens)] = found.logprobs
             return found.tokens, found.score
         timed = {} if deadline is None else {"keep_going": deadline.affords}
         return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **timed)[0]
@@ -63,6 +70,9 @@ class PromptedModel:
 
     def token_logprobs(self, ids: list[int]) -> list[float]:
         """The log-probability of each token of `ids` after the prompt and the tokens before it."""
+        for tokens, logprobs in self.verified.items():
+            if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
+                return logprobs[: len(ids)]
         return self.model.token_logprobs(self.prompt, ids, self.cache, self.mix)
 
     def denoise(self, **sampling: Any) -> list[int] | None:

@@ -14,6 +14,8 @@ class Trace:
     passes: int = 0  # sequential model calls (an encoder or a decoder pass), the prompt's own included
     drafts: int = 0  # decoder drafts verified by the encoder (self-speculative decoding)
     accepted: int = 0  # draft tokens the encoder accepted
+    lookups: int = 0  # drafts from the n-gram evidence verified by the encoder (they cost no pass)
+    looked_up: int = 0  # their tokens the encoder accepted
     ms: dict[str, float] = field(default_factory=dict)  # stage -> milliseconds
 
     @contextmanager
@@ -29,6 +31,8 @@ class Trace:
         self.passes += other.passes
         self.drafts += other.drafts
         self.accepted += other.accepted
+        self.lookups += other.lookups
+        self.looked_up += other.looked_up
         for name, ms in other.ms.items():
             self.ms[name] = self.ms.get(name, 0.0) + ms
 

@@ -164,6 +164,8 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
             "passes": s.cost.passes,
             "drafts": s.cost.drafts,
             "accepted": s.cost.accepted,
+            "lookups": s.cost.lookups,
+            "looked_up": s.cost.looked_up,
             "ms": {stage: round(ms, 1) for stage, ms in s.cost.ms.items()},
         },
         "position_encoding": ls.encoding,

@@ -255,31 +255,43 @@ class DiffusionModel:
         mix: NgramMixer | None = None,
     ) -> list[list[float]]:
         """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
-        One short cached encoder pass per candidate; the cache is cut back to the prompt after each."""
+        Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
+        the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
+        of the prompt's cached keys/values; the cache is left holding the prompt."""
+        rows: list[list[float]] = [[] for _ in continuations]
+        asked = [i for i, tokens in enumerate(continuations) if tokens]
+        if not asked:
+            return rows
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+        n = prompt.shape[1]
         cache = cache if cache is not None else self.net.new_cache()
-        if cache.length >= prompt.shape[1]:
-            cache.truncate(prompt.shape[1] - 1)  # re-encode the last token for its hidden state
-        last = self.net.encode(prompt[:, cache.length :], cache)[:, -1:]
-        length = cache.length
+        if cache.length >= n:
+            cache.truncate(n - 1)  # the last token is fed again, with each continuation, for its hidden state
+        elif cache.length < n - 1:
+            self.net.encode(prompt[:, cache.length : n - 1], cache)
+        last = int(prompt[0, -1])
         ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
-        rows = []
-        for tokens in continuations:
-            if not tokens:
-                rows.append([])
-                continue
-            ids = torch.tensor([tokens], device=device)
-            fed = ids if ends is not None else ids[:, :-1]  # the last token's state is needed for the end only
-            hidden = torch.cat([last, self.net.encode(fed, cache)], dim=1) if fed.shape[1] else last
-            cache.truncate(length)
-            logp = torch.log_softmax(self.net.head(hidden).float(), dim=-1)[0]
+        # the last token's state is needed only for the end id's probability
+        fed = [[last, *(continuations[i] if ends is not None else continuations[i][:-1])] for i in asked]
+        width = max(len(f) for f in fed)
+        batch = torch.tensor([f + [0] * (width - len(f)) for f in fed], device=device)
+        copies = KVCache(len(cache.keys))
+        copies.keys = [x.expand(len(fed), *x.shape[1:]) if x is not None else None for x in cache.keys]
+        copies.values = [x.expand(len(fed), *x.shape[1:]) if x is not None else None for x in cache.values]
+        logps = torch.log_softmax(self.net.head(self.net.encode(batch, copies)).float(), dim=-1)
+        for layer, (k, v) in enumerate(zip(copies.keys, copies.values, strict=True)):  # the prompt's last token
+            cache.keys[layer], cache.values[layer] = k[:1, :, :n].clone(), v[:1, :, :n].clone()
+        for b, i in enumerate(asked):
+            tokens = continuations[i]
+            logp = logps[b, : len(fed[b])]
             if mix is not None:
                 logp = mix.mix_rows(tokens, logp)
-            row = logp[: len(tokens)].gather(-1, ids[0].unsqueeze(-1)).squeeze(-1).tolist()
+            ids = torch.tensor(tokens, device=device)
+            row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
             if ends is not None:
                 row.append(float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0)))
-            rows.append(row)
+            rows[i] = row
         return rows
 
     @torch.inference_mode()

@@ -11,7 +11,7 @@ shows keeps (1 - w) of its probability, and where nothing matches the model is l
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import torch
@@ -122,6 +122,21 @@ class NgramMixer:
             out = ids, counts / counts.sum(), w
         self._memo[context] = out
         return out
+
+    def draft(self, tokens: Sequence[int], room: int, stop_ids: Collection[int] = ()) -> list[int]:
+        """What the code around says comes next after the tail and `tokens`, token by token, while it matches
+        (at most `room` tokens, up to a stop id included; the corpus memory speaks where the code around does
+        not): a draft for the encoder to verify that costs no model pass (model.speculative; the lookup drafts
+        of prompt lookup decoding)."""
+        context, drafted = list(tokens), []
+        while len(drafted) < room and not (drafted and drafted[-1] in stop_ids):
+            found = self._cache(context) or self._recalled(context)
+            if found is None:
+                break
+            ids, probs, _ = found
+            drafted.append(int(ids[int(np.argmax(probs))]))
+            context.append(drafted[-1])
+        return drafted
 
     def mix(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
         """log((1 - w) p + w p_cache) over the vocabulary, p being the model's distribution with the memory's

@@ -8,6 +8,10 @@ encoder's token starts the next canvas, pinned, so it costs no pass of its own. 
 the encoder's greedy answer under the same evidence mixing and constraints (what `DiffusionModel.ar_drafts`
 with k=1 writes, one encoder pass per token): the decoder only decides how many tokens each encoder pass
 commits. A draft the decoder gets right end to end commits a canvas and one token more in two passes.
+
+A draft may also come from the n-gram evidence (`NgramMixer.draft`: what the code around says follows, the lookup
+drafts of prompt lookup decoding): it costs no pass, so a round that has one is the verifying pass alone. Where
+neither drafts, a round is one encoder pass that commits one token, as plain greedy decoding does.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ Allowed = Callable[[list[int]], Sequence[int] | None]
 class Speculation:
     tokens: list[int]  # the committed answer, its stop token included when one was reached
     score: float  # summed log-probability of `tokens` under the encoder's head (mixed and constrained)
+    logprobs: list[float] = field(default_factory=list)  # each token's share of `score`
     passes: int = 0  # sequential model passes: decoder drafts plus encoder verifications
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
+    looked_up: list[int] = field(default_factory=list)  # the same, per draft from the n-gram evidence
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
 
 
@@ -46,12 +52,16 @@ def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
 
 class Speculator:
     """Runs the draft/verify loop for one net; `draft_steps` decoder passes per draft (self-conditioned after
-    the first), on a canvas of `canvas` tokens."""
+    the first), on a canvas of `canvas` tokens. The n-gram evidence drafts first where it has a draft; the
+    decoder drafts the other rounds when `decoder` is on (else they commit one token each)."""
 
-    def __init__(self, net: DiffusionGemma, canvas: int = 16, draft_steps: int = 1, seed: int = 0) -> None:
+    def __init__(
+        self, net: DiffusionGemma, canvas: int = 16, draft_steps: int = 1, seed: int = 0, decoder: bool = True
+    ) -> None:
         self.net = net
         self.canvas = canvas
         self.seed = seed
+        self.decoder = decoder
         # No temperature and no early stop: the draft is the decoder's argmax after exactly `draft_steps` passes.
         self.sampler = SamplerConfig(
             max_denoising_steps=draft_steps,
@@ -71,12 +81,12 @@ class Speculator:
         cache: KVCache | None = None,
         allowed: Allowed | None = None,
         mix: NgramMixer | None = None,
-        keep_going: Callable[[], bool] | None = None,
+        keep_going: Callable[[int], bool] | None = None,
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
-        `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going` is asked before each
-        round (a draft and its verification) after the first; when it says no, the tokens verified so far come
-        back (`finished` False)."""
+        `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
+        before each round after the first with the passes it would make (a decoder draft and the verification,
+        or the verification alone); when it says no, the tokens verified so far come back (`finished` False)."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -91,11 +101,16 @@ class Speculator:
         pending = int(prompt[0, -1])  # the last committed token, re-encoded by each verifying pass for its state
         first = True
         while len(out) < max_tokens:
-            if not first and keep_going is not None and not keep_going():
+            room = max_tokens - len(out)
+            draft = mix.draft(out, room, stop_ids) if mix is not None else []
+            looked_up = bool(draft)
+            decoded = not looked_up and self.decoder
+            if not first and keep_going is not None and not keep_going(1 + decoded):
                 result.finished = False
                 break
-            draft = self._draft(cache, pending, first, generator, allowed, max_tokens - len(out))
-            result.passes += 1
+            if decoded:
+                draft = self._draft(cache, pending, first, generator, allowed, room)
+                result.passes += 1
             if first:
                 cache.truncate(n - 1)
             fed = torch.tensor([[pending, *draft]], device=device)
@@ -114,13 +129,17 @@ class Speculator:
                     break
                 token = int(row.argmax())
                 out.append(token)
-                result.score += float(row[token])
+                result.logprobs.append(float(row[token]))
+                result.score += result.logprobs[-1]
                 done = token in stop_ids or len(out) >= max_tokens
                 matched = i < len(draft) and token == draft[i]
                 taken += matched
                 if not matched or done:
                     break
-            result.accepted.append(taken)
+            if looked_up:
+                result.looked_up.append(taken)
+            elif decoded:
+                result.accepted.append(taken)
             # The cache keeps `pending` and the accepted draft tokens; the token just chosen is pending.
             cache.truncate(base + 1 + taken)
             pending = out[-1] if out else pending

@@ -34,14 +34,12 @@ def canvas_length(line: bool, model_canvas: int, options: DraftOptions) -> int:
     return canvas
 
 
-def draft(
-    asked: PromptedModel, request: Request, canvas: int, options: DraftOptions, names: KnownNames | None
-) -> Draft:
-    """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans). With
-    `names`, a known name replaces the draft's own word when the model believes it nearly as much, and the draft
-    goes on after it."""
+def draft(asked: PromptedModel, request: Request, canvas: int, beam: int, names: KnownNames | None) -> Draft:
+    """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans, from a
+    `beam` this wide). With `names`, a known name replaces the draft's own word when the model believes it nearly
+    as much, and the draft goes on after it."""
     stop = asked.vocabulary.line_stops() if request.line else {EOS}
-    k = options.draft_candidates if request.line else 1
+    k = beam if request.line else 1
     ids, score = asked.best_draft(canvas - 1, stop, request.first, k)
     if names is not None:
         head = preferred_name(asked, ids, names)
@@ -77,8 +75,12 @@ def denoise(
     )
     if denoised is not None:
         return denoised
-    drafted = init or []
-    return drafted[: drafted.index(EOS)] if EOS in drafted else drafted
+    return drafted(init or [])
+
+
+def drafted(canvas: list[int]) -> list[int]:
+    """The draft a seeded canvas holds (up to its EOS)."""
+    return canvas[: canvas.index(EOS)] if EOS in canvas else canvas
 
 
 def with_known_tail(

@@ -12,8 +12,9 @@ CODE = ["def f(x):\n    return g(x)\n", "print(value)\nitems = [a, b]\nname = ca
 
 
 def options(**knobs) -> EngineOptions:
-    """The engine's options with these knobs (as the callers build them, without a model card)."""
-    return EngineOptions.from_card(None, **knobs)
+    """The engine's options with these knobs (as the callers build them, without a model card). Greedy drafts
+    come from `ar_drafts` unless a test asks for speculative rounds: the doubles answer through it."""
+    return EngineOptions.from_card(None, **({"speculative": False} | knobs))
 
 
 def tiny_engine() -> CompletionEngine:

@@ -69,8 +69,9 @@ def test_healed_answer_does_not_repeat_the_typed_text():
 
 def test_a_completion_runs_its_stages_in_order():
     """With encoder drafts on a rest of line: the next-line copies are looked for (none here), the model drafts
-    (a beam), copies of the typed line are scored against the draft, the canvas is denoised from the draft, and
-    the model's own answer is judged token by token for the cut: one encoder cache for all of them."""
+    (a beam), copies of the typed line are scored against the draft, and the model's own answer is judged token
+    by token for the cut: one encoder cache for all of them. The encoder wrote the draft, so it is not denoised
+    (unless `denoise_lines` asks for it)."""
     tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     calls = []
@@ -95,6 +96,10 @@ def test_a_completion_runs_its_stages_in_order():
     eng = CompletionEngine(Recorder(net), tok, options(steps=2, draft="ar", token_healing=False, min_confidence=0.3))
     text = "def f(x):\n    value = compute_total(x)\n\ndef g(x):\n    value = compute_\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.rindex("compute_") + 8)
-    assert [kind for kind, _ in calls] == ["draft", "copies", "denoise", "doubt"]
+    assert [kind for kind, _ in calls] == ["draft", "copies", "doubt"]
     assert len({cache for _, cache in calls}) == 1
     assert out is not None and out.source == "model" and out.text == "total(x)"
+    calls.clear()
+    eng.options = options(steps=2, draft="ar", token_healing=False, min_confidence=0.3, denoise_lines=True)
+    assert eng.complete(SyntaxDocument(text, "python"), text.rindex("compute_") + 8) == out
+    assert [kind for kind, _ in calls] == ["draft", "copies", "denoise", "doubt"]

@@ -46,7 +46,15 @@ def test_the_card_gives_its_values_and_the_callers_knobs_win():
     assert (own.drafts.draft, own.drafts.draft_candidates, own.rank.min_confidence) == ("ar", 6, 0.2)
     assert own.rank.span_min_confidence == 0.3 and own.prompt.context_tokens > 0 and own.drafts.ar
     assert own.drafts.line_canvas_length is not None  # rest-of-line spans get a short canvas
+    assert own.drafts.decoder_drafts and not EngineOptions.from_card(CARD, decoder_drafts=False).drafts.decoder_drafts
     assert own.drafts.speculative and not EngineOptions.from_card(CARD, speculative=False).drafts.speculative
+
+
+def test_the_beam_runs_only_under_a_generous_latency_budget():
+    drafts = EngineOptions.from_card(CARD).drafts
+    assert drafts.draft_candidates == 6
+    assert drafts.beam_width(None) == 6 and drafts.beam_width(drafts.beam_from_budget_ms) == 6
+    assert drafts.beam_width(drafts.beam_from_budget_ms - 1) == 1 and drafts.beam_width(100) == 1
     mine = EngineOptions.from_card(CARD, min_confidence=0.5, draft_candidates=1, context_tokens=0)
     assert (mine.rank.min_confidence, mine.drafts.draft_candidates, mine.prompt.context_tokens) == (0.5, 1, 0)
     assert mine.rank.span_min_confidence == 0.3

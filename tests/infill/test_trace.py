@@ -34,7 +34,9 @@ def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine):
             plain_traces.append(Trace())
             plain.append(engine.complete(d, len(d.text), trace=plain_traces[-1]))
         assert any(c is not None and c.text for c in plain)
-        engine.options = options(steps=4, draft="ar", draft_candidates=1, speculative=True, speculative_canvas=6)
+        engine.options = options(
+            steps=4, draft="ar", draft_candidates=1, speculative=True, decoder_drafts=True, speculative_canvas=6
+        )
         for d, want, before in zip(docs, plain, plain_traces, strict=True):
             trace = Trace()
             assert engine.complete(d, len(d.text), trace=trace) == want

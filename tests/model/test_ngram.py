@@ -87,3 +87,24 @@ def test_the_mixed_scores_reach_the_beam_and_the_scorers():
     assert score == pytest.approx(sum(rows), abs=1e-4)
     assert np.all(np.array(model.token_logprobs(prompt, mixed)) < math.log(0.85))  # the model alone is not
     assert model.continuation_logprobs(prompt, [mixed], mix=mixer)[0] == pytest.approx(score, abs=1e-4)
+
+
+def test_a_draft_follows_what_the_code_around_continues_with_until_it_stops_matching():
+    index = TokenIndex([[1, 2, 3, 9, 4, 2, 3, 9, 4, 5, 6]], V)
+    mixer = NgramMixer([index], tail=[7, 2], weight=0.5, per_order=0.1)
+    # 2 3 -> 9 (twice), 3 9 -> 4, 9 4 -> 2 or 5 (the likelier of equals: the smaller id), ...
+    assert mixer.draft([3], room=3) == [9, 4, 2]
+    assert mixer.draft([3], room=20, stop_ids={4}) == [9, 4]  # up to a stop id, included
+    assert mixer.draft([3], room=0) == []
+    assert NgramMixer([index], tail=[7, 8], weight=0.5).draft([], room=5) == []  # 7 8 occurs nowhere
+    # the drafted tokens are the mixed distribution's likeliest where the code around decides it
+    drafted = mixer.draft([3], room=1)
+    assert drafted == [int(mixer.mix([3], _uniform()).argmax())]
+
+
+def test_where_the_code_around_has_nothing_the_corpus_memory_drafts():
+    from diffill.model.memory import SEPARATOR, CorpusMemory
+
+    memory = CorpusMemory(np.array([1, 2, 3, 4, 5, 6, 7, SEPARATOR] * 3, dtype=np.uint16), V)
+    mixer = NgramMixer([TokenIndex([[30, 31, 32]], V)], tail=[1, 2, 3], memory=memory)
+    assert mixer.draft([4], room=5) == [5, 6, 7]  # the memory knows 1 2 3 4 -> 5 6 7, then nothing follows

@@ -254,7 +254,14 @@ def test_continuation_logprobs_match_one_causal_pass(model):
         logp = torch.log_softmax(model.net.head(hidden[0, len(prompt) - 1 :]).float(), dim=-1)
         expected = sum(float(logp[i, t]) for i, t in enumerate(cand))
         assert score == pytest.approx(expected, abs=1e-4)
+    passes = model.net.passes
     assert model.continuation_logprobs(prompt, candidates, cache) == pytest.approx(scores, abs=1e-5)  # reused
+    assert model.net.passes == passes + 1  # every candidate in one batched pass
+    fresh = model.net.new_cache()
+    model.net.encode(torch.tensor([prompt]), fresh)
+    assert cache.length == len(prompt)
+    for a, b in zip(cache.keys + cache.values, fresh.keys + fresh.values, strict=True):
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
 
 
 def test_continuation_logprobs_with_end_ids_add_the_chance_the_line_ends(model):

@@ -82,11 +82,48 @@ def test_the_cache_is_left_holding_the_prompt_and_keep_going_stops_at_a_verified
     for a, b in zip(cache.keys, fresh.keys, strict=True):
         assert torch.allclose(a, b, atol=1e-5)
     want = _greedy(model, prompt, 10, set())[0]
-    budget = iter([True, False])
-    part = spec.greedy(prompt, 10, set(), cache=cache, keep_going=lambda: next(budget))
+    budget, asked = iter([True, False]), []
+    part = spec.greedy(prompt, 10, set(), cache=cache, keep_going=lambda passes: asked.append(passes) or next(budget))
     assert not part.finished and part.tokens == want[: len(part.tokens)] and part.passes == 4
+    assert asked == [2, 2]  # each round asks for its decoder draft and its verification
     assert len(part.tokens) == sum(part.accepted) + 2
     assert cache.length == len(prompt)
+
+
+def _evidence(model, prompt, stream):
+    """A mixer whose code around holds the prompt's tail followed by `stream`."""
+    index = TokenIndex([[*prompt[-3:], *stream]], model.config.vocab_size)
+    return NgramMixer([index], prompt, weight=1e-4, per_order=0.0)  # barely mixed: the model's answer stands
+
+
+def test_drafts_from_the_code_around_cost_no_pass_and_change_nothing(model):
+    prompt = PROMPTS[1]
+    want = _greedy(model, prompt, 12, set())[0]
+    # the code around continues with the model's own answer: one verifying pass commits it all
+    mix = _evidence(model, prompt, want)
+    assert _greedy(model, prompt, 12, set(), mix=mix)[0] == want
+    got = Speculator(model.net, canvas=8, decoder=False).greedy(prompt, 12, set(), mix=mix)
+    assert got.tokens == want and got.passes == 1 and got.looked_up == [12] and got.accepted == []
+    # code around that continues otherwise: every draft is refused, each round still commits the encoder's token
+    wrong = [t + 1 for t in want]
+    mix = _evidence(model, prompt, wrong)
+    want_mixed = _greedy(model, prompt, 12, set(), mix=mix)[0]
+    got = Speculator(model.net, canvas=8, decoder=False).greedy(prompt, 12, set(), mix=mix)
+    assert got.tokens == want_mixed and got.passes == len(want_mixed)
+    # with the decoder on, it drafts the rounds the code around has nothing for
+    both = Speculator(model.net, canvas=8).greedy(prompt, 12, set(), mix=_evidence(model, prompt, want[:3]))
+    assert both.tokens == want and both.looked_up[0] == 3 and both.accepted
+
+
+def test_a_round_with_a_draft_from_the_code_around_asks_the_deadline_for_one_pass(model):
+    prompt = PROMPTS[1]
+    want = _greedy(model, prompt, 12, set())[0]
+    mix = _evidence(model, prompt, want[:2] + [9999 % model.config.vocab_size] + want[3:])
+    asked = []
+    spec = Speculator(model.net, canvas=8, decoder=False)
+    got = spec.greedy(prompt, 12, set(), mix=mix, keep_going=lambda passes: asked.append(passes) or True)
+    assert got.tokens == _greedy(model, prompt, 12, set(), mix=mix)[0]
+    assert asked and set(asked) == {1}
 
 
 SNIPPETS = [

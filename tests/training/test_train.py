@@ -109,7 +109,7 @@ def test_losses_fall_resume_and_export(tmp_path):
     options = EngineOptions.from_card(loaded, steps=2)  # what the daemon, eval and complete run with
     assert (options.rank.min_confidence, options.rank.span_min_confidence) == (0.25, 0.5)
     assert (options.drafts.draft_candidates, options.drafts.steps) == (3, 2)
-    assert loaded.speculative and options.drafts.speculative
+    assert loaded.speculative and options.drafts.decoder_drafts
     assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 

@@ -225,7 +225,8 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     assert out is not None and out.text == expected
-    assert bool(denoised) == (expected == "Handler(x)") and out.source == ("model" if denoised else "copy")
+    assert out.source == ("model" if expected == "Handler(x)" else "copy")
+    assert not denoised  # a rest of line is the encoder's draft as verified, or the copy: neither is denoised
     assert asked_ends and 1 in asked_ends[0] and tok.encode("\n")[0] in asked_ends[0]
     # off: the model's line, and no copy is scored
     eng.options = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, copy_prior=None)
