@@ -99,21 +99,24 @@ class CompletionEngine:
         deadline = Deadline(budget, self.pass_clock, start) if budget is not None else None
         passes = self.model.net.passes
         offset = max(0, min(offset, len(doc.text)))
-        with trace.stage("prompt"):
+        with trace.stage("context"):
             context = self.prompt_context.blocks(
                 doc, offset, key, path, self.workspace, self.recent, o.prompt.context_tokens
             )
+        with trace.stage("prompt"):
             request = build_request(doc, offset, context, self.vocabulary, o.prompt)
+        with trace.stage("evidence"):
             others, mix = self.around(request, path, o)
         try:
             with self.prompt_cache.use(key or "", request.prompt) as cache:
+                with trace.stage("prefill"):
+                    self.model.prefill(request.prompt, cache)
                 speculator = self._speculator(o)
                 asked = PromptedModel(
                     self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline
                 )
                 answer_from, answer_passes = time.perf_counter(), self.model.net.passes
-                with trace.stage("answer"):
-                    ids, source = self._answer(asked, request, others, path, cancel, o)
+                ids, source = self._answer(asked, request, others, path, cancel, o, trace)
                 answer_ms = (time.perf_counter() - answer_from) * 1e3
                 self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
@@ -151,35 +154,41 @@ class CompletionEngine:
         path: str | None,
         cancel: Callable[[], bool] | None,
         o: EngineOptions,
+        trace: Trace,
     ) -> tuple[list[int], str]:
         """The answer's ids and their source. With encoder drafts: the line that followed the line above elsewhere
         (a copy is the whole answer: nothing drafted or denoised), else the model's draft (a known name may start
         it), which a copied rest of line replaces when the model finds it nearly as likely. Then the model's own
-        answer is denoised, the known text after the cursor pinned if it did not end with it."""
+        answer is denoised (a rest of line is not: the encoder wrote it), the known text after the cursor pinned
+        if it did not end with it. Each of these is a stage of `trace`."""
         canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
         init = None
         if o.drafts.ar:
             line_canvas = draft.canvas_length(True, self.model.config.canvas_length, o.drafts)
             beam = o.drafts.beam_width(o.budget.latency_budget_ms)
-            copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
+            with trace.stage("copies"):
+                copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
             if copied:
                 return copied, "next line"
             names = None
             if request.line:
-                prior = o.names.symbol_prior
-                names = known_names(request.text, request.offset, request.healed, self.workspace, path, prior)
-            drafted = draft.draft(asked, request, canvas, beam, names)
+                with trace.stage("names"):
+                    prior = o.names.symbol_prior
+                    names = known_names(request.text, request.offset, request.healed, self.workspace, path, prior)
+            with trace.stage("draft"):
+                drafted = draft.draft(asked, request, canvas, beam, names)
             if request.line:
-                copied = copies.rest_of_line_copy(asked, request, others, drafted.score, o.copies)
+                with trace.stage("copies"):
+                    copied = copies.rest_of_line_copy(asked, request, others, drafted.score, o.copies)
                 if copied:
                     return copied, "copy"
             init = drafted.canvas
-            if request.line and not o.drafts.denoise_lines:  # the encoder wrote it: denoising keeps it as it is
-                return draft.with_known_tail(
-                    asked, request, draft.drafted(init), canvas, cancel, o.drafts, o.rank
-                ), "model"
-        ids = draft.denoise(asked, request, canvas, init, cancel, o.drafts, o.rank)
-        return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model"
+        with trace.stage("denoise"):
+            if request.line and o.drafts.ar and not o.drafts.denoise_lines:  # the encoder wrote it: kept as it is
+                ids = draft.drafted(init or [])
+            else:
+                ids = draft.denoise(asked, request, canvas, init, cancel, o.drafts, o.rank)
+            return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model"
 
     def _filtered(
         self, doc: SyntaxDocument, request: Request, ids: list[int], cut: list[int] | None, source: str

@@ -59,6 +59,10 @@ class PromptedModel:
         timed = {} if deadline is None else {"keep_going": deadline.affords}
         return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **timed)[0]
 
+    def affords(self, passes: int) -> bool:
+        """Whether the time left affords `passes` more model passes (always, without a deadline)."""
+        return self.deadline is None or self.deadline.affords(passes)
+
     def scores(self, continuations: list[list[int]]) -> list[float]:
         """Each continuation's summed log-probability after the prompt."""
         return self.model.continuation_logprobs(self.prompt, continuations, self.cache, mix=self.mix)

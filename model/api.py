@@ -285,14 +285,31 @@ class DiffusionModel:
         for b, i in enumerate(asked):
             tokens = continuations[i]
             logp = logps[b, : len(fed[b])]
-            if mix is not None:
-                logp = mix.mix_rows(tokens, logp)
             ids = torch.tensor(tokens, device=device)
-            row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
+            if mix is None:
+                row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
+            else:  # each token's mixed probability alone (NgramMixer.mix_at)
+                row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
             if ends is not None:
-                row.append(float(torch.logsumexp(logp[len(tokens)].index_select(0, ends), 0)))
+                end = logp[len(tokens)]
+                end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
+                row.append(float(torch.logsumexp(end, 0)))
             rows[i] = row
         return rows
+
+    @torch.inference_mode()
+    def prefill(self, prompt_ids, cache: KVCache) -> int:
+        """Encodes what `cache` lacks of the prompt but its last token (every call after it feeds that token
+        again with what follows, for its hidden state); returns how many tokens it encoded. A completion's
+        prefill is then a stage of its own, and the passes after it are the short ones its deadline plans."""
+        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
+        n = prompt.shape[1]
+        if cache.length > n:
+            cache.truncate(n)
+        todo = n - 1 - cache.length
+        if todo > 0:
+            self.net.encode(prompt[:, cache.length : n - 1], cache)
+        return max(0, todo)
 
     @torch.inference_mode()
     def denoise_step(self, prompt_ids, canvas_length: int, cache: KVCache) -> torch.Tensor:

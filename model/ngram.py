@@ -146,6 +146,15 @@ class NgramMixer:
                 logp = _interpolate(logp, *found)
         return logp
 
+    def mix_at(self, tokens: Sequence[int], logp: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """`mix(tokens, logp)[ids]`, computed at `ids` alone: scoring a given continuation needs a few
+        probabilities, not the whole vocabulary's."""
+        picked = logp.index_select(0, ids)
+        for found in (self._recalled(tokens), self._cache(tokens)):
+            if found is not None:
+                picked = _interpolate_at(picked, ids, *found)
+        return picked
+
     def mix_rows(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
         """`mix` for each row i of `logp` (the distribution after tokens[:i])."""
         return torch.stack([self.mix(tokens[:i], row) for i, row in enumerate(logp)])
@@ -155,4 +164,14 @@ def _interpolate(logp: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: floa
     """log((1 - w) exp(logp) + w q), q being `probs` on `ids` and 0 elsewhere."""
     p = logp.exp() * (1.0 - w)
     p.index_add_(0, torch.as_tensor(ids, device=p.device), torch.as_tensor(probs * w, dtype=p.dtype))
+    return p.clamp_min(1e-30).log()
+
+
+def _interpolate_at(
+    picked: torch.Tensor, at: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: float
+) -> torch.Tensor:
+    """`_interpolate` at the ids `at` alone, `picked` being the log-probabilities there."""
+    q = dict(zip(ids.tolist(), (probs * w).tolist(), strict=True))
+    p = picked.exp() * (1.0 - w)
+    p = p + torch.tensor([q.get(i, 0.0) for i in at.tolist()], dtype=p.dtype, device=p.device)
     return p.clamp_min(1e-30).log()

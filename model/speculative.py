@@ -91,10 +91,10 @@ class Speculator:
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
         cache = cache if cache is not None else net.new_cache()
-        if cache.length > n:
-            cache.truncate(n)
-        if cache.length < n:
-            net.encode(prompt[:, cache.length :], cache)
+        if cache.length > n - 1:
+            cache.truncate(n - 1)  # the prompt's last token is fed again with the first draft, for its state
+        elif cache.length < n - 1:
+            net.encode(prompt[:, cache.length : n - 1], cache)
         generator = torch.Generator(device=device).manual_seed(self.seed)
         out: list[int] = []
         result = Speculation([], 0.0)
@@ -111,8 +111,6 @@ class Speculator:
             if decoded:
                 draft = self._draft(cache, pending, first, generator, allowed, room)
                 result.passes += 1
-            if first:
-                cache.truncate(n - 1)
             fed = torch.tensor([[pending, *draft]], device=device)
             base = cache.length
             logp = torch.log_softmax(net.head(net.encode(fed, cache)[0]).float(), dim=-1)

@@ -8,6 +8,7 @@ rescan is scheduled instead).
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import os
@@ -69,6 +70,9 @@ class WorkspaceIndex:
         self._lock = threading.Lock()
         self._chunks: dict[str, list[Chunk]] = {}
         self._postings: dict[str, set[str]] = defaultdict(set)  # term -> paths
+        # term -> the definitions whose names hold it ((path, chunk index) -> how often): a search scores only those
+        self._defs: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
+        self._terms: list[str] | None = None  # the terms in order (for the typed word's prefix), built when asked
         self._ignores: dict[Path, pathspec.PathSpec] = {}
         self._pending: set[str] = set()
         self._rescan = False
@@ -147,9 +151,14 @@ class WorkspaceIndex:
             if len(self._chunks) >= self.max_files or self.chunk_count() + len(chunks) > self.max_chunks:
                 return
             self._chunks[key] = chunks
-            for c in chunks:
-                for term in set(identifiers(c.name)):
+            for i, c in enumerate(chunks):
+                terms = Counter(identifiers(c.name))
+                for term in terms:
                     self._postings[term].add(key)
+                if c.kind == "definition":
+                    for term, tf in terms.items():
+                        self._defs[term][(key, i)] = tf
+            self._terms = None
             self.version += 1
 
     def remove(self, path: Path) -> None:
@@ -162,13 +171,19 @@ class WorkspaceIndex:
         chunks = self._chunks.pop(key, None)
         if chunks is None:
             return False
-        for c in chunks:
+        for i, c in enumerate(chunks):
             for term in set(identifiers(c.name)):
                 paths = self._postings.get(term)
                 if paths is not None:
                     paths.discard(key)
                     if not paths:
                         del self._postings[term]
+                defs = self._defs.get(term)
+                if defs is not None:
+                    defs.pop((key, i), None)
+                    if not defs:
+                        del self._defs[term]
+        self._terms = None
         return True
 
     def chunk_count(self) -> int:
@@ -185,29 +200,32 @@ class WorkspaceIndex:
         start with `prefix` (the word being typed) come first."""
         exclude = str(Path(exclude_path).resolve()) if exclude_path else None
         q = Counter(t for t in query_terms if len(t) > 1)
+        low = prefix.lower() if len(prefix) >= 2 else ""
         with self._lock:
             n_docs = max(1, len(self._chunks))
-            scored: list[tuple[float, Chunk]] = []
-            candidates = {p for t in q for p in self._postings.get(t, ())}
-            df = {t: len(self._postings.get(t, ())) for t in q}  # file-level document frequency
-            if len(prefix) >= 2:
-                low = prefix.lower()
-                candidates |= {p for t, paths in self._postings.items() if t.startswith(low) for p in paths}
-            for path in candidates:
-                if path == exclude:
+            scores: dict[tuple[str, int], float] = defaultdict(float)
+            for t, qf in q.items():
+                hits = self._defs.get(t)
+                if not hits:
                     continue
-                for c in self._chunks[path]:
-                    if c.kind != "definition":
-                        continue
-                    terms = Counter(identifiers(c.name))
-                    score = 10.0 if len(prefix) >= 2 and c.name.lower().startswith(prefix.lower()) else 0.0
-                    for t, qf in q.items():
-                        tf = terms.get(t, 0)
-                        if tf:
-                            idf = math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5))
-                            score += idf * tf * 2.2 / (tf + 1.2) * min(qf, 3)
-                    if score > 0:
-                        scored.append((score, c))
+                df = len(self._postings.get(t, ()))  # file-level document frequency
+                idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+                for ref, tf in hits.items():
+                    scores[ref] += idf * tf * 2.2 / (tf + 1.2) * min(qf, 3)
+            if low:
+                if self._terms is None:
+                    self._terms = sorted(self._defs)
+                at = bisect.bisect_left(self._terms, low)
+                named = set()
+                while at < len(self._terms) and self._terms[at].startswith(low):
+                    named.update(self._defs[self._terms[at]])
+                    at += 1
+                for ref in named:
+                    if self._chunks[ref[0]][ref[1]].name.lower().startswith(low):
+                        scores[ref] += 10.0
+            scored = [
+                (score, self._chunks[path][i]) for (path, i), score in scores.items() if score > 0 and path != exclude
+            ]
         scored.sort(key=lambda sc: (-sc[0], sc[1].path, sc[1].line))
         return [c for _, c in scored[:k]]
 
@@ -265,6 +283,8 @@ class WorkspaceIndex:
             with self._lock:
                 self._chunks.clear()
                 self._postings.clear()
+                self._defs.clear()
+                self._terms = None
             self.scan()
             return
         for p in sorted(pending):

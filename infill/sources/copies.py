@@ -31,6 +31,7 @@ MAX_CANDIDATES = 4
 MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
 MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
 WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
+COPY_PASSES = 2  # a copy costs the pass that scores the candidates and the one that cuts the winner at doubt
 
 
 @dataclass(frozen=True)
@@ -254,8 +255,9 @@ def _preferred(
 ) -> list[int] | None:
     """The ids of the copy the model scores best (to its line end) plus its prior (more for a whole line), if it
     does not trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely:
-    the answer is the start they share (when it is more than whitespace)."""
-    if not found:
+    the answer is the start they share (when it is more than whitespace). None too when the time left does not
+    afford scoring them and cutting the winner at doubt (the model's own answer is then what there is)."""
+    if not found or not asked.affords(COPY_PASSES):
         return None
     encoded = [asked.encode(healed + c.rest) for c in found]
     scores = asked.line_scores(encoded)

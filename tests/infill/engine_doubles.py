@@ -33,6 +33,9 @@ class FakeModel:
     def __init__(self, net):
         self.net, self.config = net, net.config
 
+    def prefill(self, prompt, cache):
+        return 0
+
     def generate(self, prompt, init=None, **kw):
         return [t for t in init if t > 1]  # the draft as the answer
 

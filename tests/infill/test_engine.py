@@ -43,9 +43,9 @@ def test_healed_answer_does_not_repeat_the_typed_text():
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=12))
     seen = {}
 
-    class Writer:
+    class Writer(FakeModel):
         def __init__(self):
-            self.net, self.config = net, net.config
+            super().__init__(net)
 
         def generate(self, prompt, first_allowed=None, **kw):
             seen["first_allowed"] = first_allowed

@@ -41,6 +41,6 @@ def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine):
             trace = Trace()
             assert engine.complete(d, len(d.text), trace=trace) == want
             assert trace.drafts >= 1 and trace.passes >= 2 and before.drafts == 0
-            assert {"prompt", "answer", "cut", "filters"} <= set(trace.ms)
+            assert {"prompt", "prefill", "draft", "cut", "filters"} <= set(trace.ms)
     finally:
         engine.options = kept

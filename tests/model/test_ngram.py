@@ -108,3 +108,15 @@ def test_where_the_code_around_has_nothing_the_corpus_memory_drafts():
     memory = CorpusMemory(np.array([1, 2, 3, 4, 5, 6, 7, SEPARATOR] * 3, dtype=np.uint16), V)
     mixer = NgramMixer([TokenIndex([[30, 31, 32]], V)], tail=[1, 2, 3], memory=memory)
     assert mixer.draft([4], room=5) == [5, 6, 7]  # the memory knows 1 2 3 4 -> 5 6 7, then nothing follows
+
+
+def test_the_mix_at_some_ids_is_the_whole_mix_there():
+    from diffill.model.memory import SEPARATOR, CorpusMemory
+
+    memory = CorpusMemory(np.array([1, 2, 3, 4, 5, 6, 7, SEPARATOR] * 3, dtype=np.uint16), V)
+    index = TokenIndex([[1, 2, 3, 4, 9, 2, 3, 4, 5]], V)
+    logp = torch.log_softmax(torch.randn(V, generator=torch.Generator().manual_seed(1)), -1)
+    at = torch.tensor([5, 9, 0, 17])
+    for tail, tokens in (([1, 2, 3], [4]), ([7, 7], [8]), ([1, 2], [3, 4])):  # both, neither, the index alone
+        mixer = NgramMixer([index], tail, weight=0.3, per_order=0.1, memory=memory, memory_weight=0.4)
+        assert torch.allclose(mixer.mix_at(tokens, logp, at), mixer.mix(tokens, logp)[at], atol=1e-6)

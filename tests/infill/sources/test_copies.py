@@ -235,6 +235,32 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
     assert asked_ends == []
 
 
+def test_copies_are_not_scored_when_the_time_left_does_not_afford_it():
+    """Under a deadline that cannot pay for scoring the copies and cutting the winner, the model's own line is
+    the answer (a copy that would have won is not looked at)."""
+    tok = CodeTokenizer.train(CODE + ["logger = logging.getLogger(__name__)\n"] * 40, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    scored = []
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None, **kw):
+            return [(tok.encode("Handler(x)\n"), -1.0)]
+
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+            scored.append(continuations)
+            return [-1.0 for _ in continuations]
+
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    offset = text.index("get\n") + 3
+    for budget, want in ((None, "Logger(__name__)"), (60.0, "Handler(x)")):
+        knobs = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, latency_budget_ms=budget)
+        eng = CompletionEngine(Drafter(net), tok, knobs)
+        eng.pass_clock.ms_per_pass = 20.0  # 60 ms affords a pass and the reserve, not a copy's two
+        scored.clear()
+        out = eng.complete(SyntaxDocument(text, "python"), offset)
+        assert out is not None and out.text == want and bool(scored) == (budget is None)
+
+
 @pytest.mark.parametrize("contest, own_lead, copied", [(True, 5.0, True), (True, 30.0, False), (False, 30.0, True)])
 def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contest, own_lead, copied):
     """On an empty line, the line that followed `client = make_client()` in another function is the answer
