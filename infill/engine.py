@@ -113,7 +113,7 @@ class CompletionEngine:
                     self.model.prefill(request.prompt, cache)
                 speculator = self._speculator(o)
                 asked = PromptedModel(
-                    self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline
+                    self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline, cancel=cancel
                 )
                 answer_from, answer_passes = time.perf_counter(), self.model.net.passes
                 ids, source = self._answer(asked, request, others, path, cancel, o, trace)

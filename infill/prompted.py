@@ -3,11 +3,13 @@ n-gram evidence, so that the candidate sources and the ranking only say what the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from diffill.model.api import DiffusionModel
 from diffill.model.ngram import NgramMixer
+from diffill.model.sampler import Cancelled
 from diffill.model.speculative import Speculator
 
 from .deadline import Deadline
@@ -26,6 +28,7 @@ class PromptedModel:
     speculator: Speculator | None = None  # writes greedy drafts when set (DraftOptions.speculative)
     trace: Trace | None = None  # where the speculative drafts' counts go
     deadline: Deadline | None = None  # passes that would not fit in the time left are not run
+    cancel: Callable[[], bool] | None = None  # asked between the passes of a draft: True raises Cancelled
     # Token log-probabilities the speculative rounds have already verified (draft tokens -> theirs): the cut at
     # doubt reads them instead of running the encoder over the same tokens again.
     verified: dict[tuple[int, ...], list[float]] = field(default_factory=dict)
@@ -44,10 +47,8 @@ class PromptedModel:
         prompt, mix = self.prompt, self.mix
         if head is not None:
             prompt, mix = prompt + head, mix and mix.after(head)
-        deadline = self.deadline
         if k == 1 and self.speculator is not None:
-            rounds = None if deadline is None else deadline.affords
-            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix, rounds)
+            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix, self._keep_going)
             if self.trace is not None:
                 self.trace.drafts += len(found.accepted)
                 self.trace.accepted += sum(found.accepted)
@@ -56,8 +57,15 @@ class PromptedModel:
             if head is None:
                 self.verified[tuple(found.tokens)] = found.logprobs
             return found.tokens, found.score
-        timed = {} if deadline is None else {"keep_going": deadline.affords}
-        return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **timed)[0]
+        watched = {} if self.deadline is None and self.cancel is None else {"keep_going": self._keep_going}
+        return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **watched)[0]
+
+    def _keep_going(self, passes: int = 1) -> bool:
+        """Whether a draft may make `passes` more passes: raises Cancelled when the request was cancelled; False
+        when the time left does not afford them."""
+        if self.cancel is not None and self.cancel():
+            raise Cancelled()
+        return self.deadline is None or self.deadline.affords(passes)
 
     def affords(self, passes: int) -> bool:
         """Whether the time left affords `passes` more model passes (always, without a deadline)."""

@@ -1,11 +1,13 @@
 """The latency budget (infill.deadline): passes are planned on what they cost here, and what was verified by the
 deadline is the answer."""
 
+import pytest
 from engine_doubles import options
 
 from diffill.infill.deadline import RESERVE_PASSES, Deadline, PassClock
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.trace import Trace
+from diffill.model.sampler import Cancelled
 
 
 def test_the_clock_follows_what_passes_cost():
@@ -50,3 +52,24 @@ def test_out_of_time_the_answer_is_what_was_verified(engine):
         assert tight.passes < free.passes
     finally:
         engine.options, engine.pass_clock.ms_per_pass = kept, clock
+
+
+@pytest.mark.parametrize("knobs", [{"speculative": True, "draft_candidates": 1}, {"draft_candidates": 3}])
+def test_a_cancelled_request_stops_between_the_passes_of_its_draft(engine, knobs):
+    """A rest of line is not denoised (the encoder wrote it), so its draft's rounds (speculative) or beam steps
+    are where a newer keystroke cancels it."""
+    kept = engine.options
+    doc = SyntaxDocument("def f(x):\n    return g(x)\n\nname = call(arg", "python")
+    asked = []
+
+    def cancel() -> bool:
+        asked.append(True)
+        return len(asked) > 1  # after the draft's first pass
+
+    try:
+        engine.options = options(steps=4, draft="ar", **knobs)
+        with pytest.raises(Cancelled):
+            engine.complete(doc, len(doc.text), cancel=cancel)
+        assert len(asked) == 2
+    finally:
+        engine.options = kept
