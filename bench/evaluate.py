@@ -194,7 +194,15 @@ def score(answer: str, truth: str, valid: bool) -> dict[str, float]:
         "useful": float(bool(a) and t.startswith(a)),
         "edit_similarity": edit_similarity(a, t),
         "valid": float(valid),
+        "shown": float(bool(a)),
+        "wrong": float(shown_wrong(answer, truth)),
     }
+
+
+def shown_wrong(answer: str, truth: str) -> bool:
+    """An answer shown that is not a start of the truth: a suggestion the user must read and reject."""
+    a = answer.rstrip()
+    return bool(a) and not truth.rstrip().startswith(a)
 
 
 def trace_summary(traces: list[Trace]) -> dict[str, float]:
@@ -234,7 +242,9 @@ def _first_line_mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     keys = ("exact", "useful", "edit_similarity", "valid")
-    return {k: round(sum(r[k] for r in rows) / max(1, len(rows)), 4) for k in keys}
+    mean = {k: round(sum(r[k] for r in rows) / max(1, len(rows)), 4) for k in keys}
+    mean["wrong_shown"] = round(sum(r["wrong"] for r in rows) / max(1, sum(r["shown"] for r in rows)), 4)
+    return mean
 
 
 def run(
@@ -354,11 +364,14 @@ def run(
     }
     where = root if isinstance(root, str) else ",".join(root)
     out(f"root={where} cases={len(cases)} steps={steps} seed={seed} siblings={siblings}")
-    out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}")
+    out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}{'wrong':>8}")
     names = ("block_body",) if blocks else ("rest_of_line", "multi_line")
     for name in (*names, "model", "baseline_empty", "baseline_prev_line"):
         m = summary[name]
-        out(f"{name:<22}{m['exact']:>8.3f}{m['useful']:>8.3f}{m['edit_similarity']:>10.3f}{m['valid']:>8.3f}")
+        out(
+            f"{name:<22}{m['exact']:>8.3f}{m['useful']:>8.3f}{m['edit_similarity']:>10.3f}{m['valid']:>8.3f}"
+            f"{m['wrong_shown']:>8.3f}"
+        )
     if blocks:
         out(f"block bodies: first line exact {summary['block_body']['first_line']:.3f}")
     out(f"latency p50 {summary['latency_ms_p50']} ms, p95 {summary['latency_ms_p95']} ms")

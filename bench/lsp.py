@@ -18,7 +18,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, source_texts
+from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, shown_wrong, source_texts
 from diffill.infill.trace import Trace
 
 
@@ -55,15 +55,18 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         if case is not None and case.offset > 0 and case.text[case.offset - 1] not in "\n":
             cases.append(case)
     client = LanguageClient("diffill-bench", "1")
+    launched = time.perf_counter()
     await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
     await client.initialize_async(_initialize_params(root, settings))
+    initialized_ms = (time.perf_counter() - launched) * 1e3
     client.initialized(types.InitializedParams())
-    t_load = time.perf_counter()
     while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
-        if time.perf_counter() - t_load > 120:
+        if time.perf_counter() - launched > 120:
             raise RuntimeError("model did not load")
-        await asyncio.sleep(0.05)
-    latencies, exact, empty = [], 0, 0
+        await asyncio.sleep(0.02)
+    ready_ms = (time.perf_counter() - launched) * 1e3
+    out(f"start-up: initialize answered {initialized_ms:.0f} ms after launch, model ready at {ready_ms:.0f} ms")
+    latencies, exact, empty, wrong = [], 0, 0, 0
     for case in cases:
         # the file's own URI, as an editor sends it: the server then never copies from the file's saved version on
         # disk (which holds the truth); the files beside it are fair game, as in an editor
@@ -114,6 +117,7 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         answer = res.items[0].insert_text if res and res.items else ""
         exact += answer.rstrip() == case.truth.rstrip()
         empty += not answer
+        wrong += shown_wrong(answer, case.truth)
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
     status = await client.protocol.send_request_async("diffill/status", None)
     await client.shutdown_async(None)
@@ -127,12 +131,15 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         "p95_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))], 1) if latencies else 0.0,
         "exact": round(exact / k, 4),
         "empty": round(empty / k, 4),
+        "wrong_shown": round(wrong / max(1, k - empty), 4),  # of the answers shown
+        "initialize_ms": round(initialized_ms),
+        "ready_ms": round(ready_ms),
     }
     cost = answer_cost(status)
     out(f"root={root} cases={result['cases']} settings={json.dumps(settings)}")
     out(
         f"latency p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; exact {result['exact']:.3f}, "
-        f"empty {result['empty']:.3f}"
+        f"empty {result['empty']:.3f}, wrong of those shown {result['wrong_shown']:.3f}"
     )
     out(f"model answers: {format_cost(cost)}")
     out(json.dumps(result | {"cost": cost}))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from diffill.model.api import DiffusionModel
@@ -22,6 +21,7 @@ from diffill.model.speculative import Speculator
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import call_sites, edits, ranking
+from .completion import Completion
 from .around.folder import FolderFiles
 from .around.neighbours import Neighbours, neighbours_of
 from .around.ngram_evidence import NgramEvidence
@@ -40,15 +40,6 @@ from .sources import copies, draft
 from .sources.names import known_names
 from .trace import Trace
 from .vocabulary import Vocabulary
-
-
-@dataclass
-class Completion:
-    start: int  # string offsets into the document text: replace text[start:end] with `text`
-    end: int
-    text: str
-    kind: str
-    source: str = "model"  # "model", or "copy" / "next line" for a line copied from the code around
 
 
 class CompletionEngine:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from .document import SyntaxDocument
 from .edits import RenameTracker
-from .engine import Completion, CompletionEngine
+from .completion import Completion
+from .engine import CompletionEngine
 from .signatures import SignatureTracker
 from .trace import Trace
 

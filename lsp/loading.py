@@ -55,6 +55,7 @@ class ModelLoader:
         self.state = "not loaded"
         self.error: str | None = None
         self._lock = threading.Lock()
+        self.settled = threading.Event()  # set once a load has ended, ready or not (work that can wait waits on it)
 
     def start(self) -> None:
         threading.Thread(target=self.load, name="diffill-load", daemon=True).start()
@@ -96,6 +97,7 @@ class ModelLoader:
                 else:
                     self.state = "failed"
             finally:
+                self.settled.set()
                 if progress:
                     self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.state))
 

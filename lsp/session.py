@@ -21,11 +21,9 @@ from pygls.uris import to_fs_path
 
 from diffill.infill.around.recent_edits import RecentEdits
 from diffill.infill.around.workspace import WorkspaceIndex
-from diffill.infill.engine import Completion, CompletionEngine
-from diffill.infill.options import EngineOptions
-from diffill.infill.policy import CompletionPolicy
+from diffill.infill.completion import Completion
 from diffill.infill.trace import Trace
-from diffill.model.sampler import Cancelled
+from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
 from .documents import DocState, apply_changes, guarded, open_state
@@ -33,7 +31,9 @@ from .loading import Client, ModelLoader
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, parse_settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (imported where used: the engine pulls in torch, which loads after `initialize`)
+    from diffill.infill.engine import CompletionEngine
+    from diffill.infill.options import EngineOptions
     from diffill.model.runtime import LoadedModel
 
 log = logging.getLogger("diffill")
@@ -92,6 +92,8 @@ class Session:
     def _engine_options(self) -> EngineOptions:
         """The settings over the loaded model's card: its draft mode, its answer cut-off unless the user set one,
         and cross-file context only for models trained with it (it shifts the prompt of the others)."""
+        from diffill.infill.options import EngineOptions
+
         s, card = self.settings, self.loaded
         user = {"min_confidence": s.min_confidence} if s.min_confidence >= 0 else {}
         if s.draft_candidates:
@@ -107,6 +109,8 @@ class Session:
 
     def install(self, loaded: LoadedModel) -> None:
         """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources."""
+        from diffill.infill.engine import CompletionEngine
+
         self.loaded = loaded
         self.context_enabled = loaded.trained_with_context
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
@@ -118,7 +122,8 @@ class Session:
         self.engine = engine
 
     def start_workspace_index(self, roots: list[str]) -> None:
-        """Indexes the workspace folders in the background, then keeps the index fresh with a file watcher."""
+        """Indexes the workspace folders in the background once the model has loaded, then keeps the index fresh
+        with a file watcher."""
         roots = [r for r in roots if r and os.path.isdir(r)]
         if not roots:
             return
@@ -126,6 +131,8 @@ class Session:
         self.workspace_index = index
 
         def run() -> None:
+            if self.engine is None:  # the model first: the first answers need it, not the index
+                self.loader.settled.wait(timeout=60)
             try:
                 index.start()
                 log.info("workspace index: %d files, %d definitions", index.file_count(), index.chunk_count())
@@ -192,6 +199,18 @@ class Session:
         return {path: state.doc.text for uri, state in list(self.docs.items()) if (path := to_fs_path(uri))}
 
     # ----- completion -----
+    async def _model_ready(self, poll_s: float = 0.05, max_wait_s: float = 120.0) -> bool:
+        """Waits while the model loads, so that a request made meanwhile is answered once it is ready (the editor
+        may cancel it first); False when there is no model to wait for (the load failed)."""
+        waited = 0.0
+        while self.engine is None and waited < max_wait_s:
+            state = self.loader.state
+            if state != "not loaded" and not state.startswith("loading"):
+                break
+            await asyncio.sleep(poll_s)
+            waited += poll_s
+        return self.engine is not None
+
     async def complete(self, uri: str, line: int, character: int, encoding: str) -> tuple[DocState, Completion] | None:
         """The completion at (line, character) in `uri`, or None (disabled, unknown document, stale, no answer)."""
         self.stats["requests"] += 1
@@ -202,6 +221,14 @@ class Session:
         lang = state.doc.language or "plaintext"
         if not self.settings.enabled or lang not in self.settings.languages:
             return None
+        if self.engine is None:
+            arrived = state.version
+            if not await self._model_ready():
+                log.info("completion without a model (%s)", self.loader.state)
+                return None
+            if self.docs.get(uri) is not state or state.version != arrived:  # edited or closed while it loaded
+                self.stats["stale"] += 1
+                return None
         offset = state.doc.offset_at(line, character, encoding)
         text = state.doc.text
         hit = self.cache.lookup(uri, text, offset)
@@ -209,9 +236,6 @@ class Session:
             self.stats["cache_hits"] += 1
             rest, end = hit
             return state, Completion(start=offset, end=end, text=rest, kind="cached")
-        if self.engine is None:
-            log.info("completion before the model is ready (%s)", self.loader.state)
-            return None
         token = self.scheduler.start(uri)
         version_at_start = state.version
         engine = self.engine
@@ -219,6 +243,8 @@ class Session:
         started = time.perf_counter()  # the latency budget counts from here
         try:
             self.stats["model_calls"] += 1
+            from diffill.infill.policy import CompletionPolicy
+
             policy = CompletionPolicy(engine)
             trace = Trace()
 

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,23 @@ def expected_names(model: DiffusionGemma) -> set[str]:
 
 TensorHook = Callable[[nn.Module, str, torch.Tensor], bool]
 
+_INITS = ("normal_", "uniform_", "kaiming_uniform_", "zeros_", "ones_", "constant_", "trunc_normal_")
+
+
+@contextmanager
+def _no_init() -> Iterator[None]:
+    """Layers built on the meta device skip their random initialisation: the checkpoint's tensors replace every
+    value, and a meta-device init goes through torch's reference ops, whose first use imports torch._dynamo
+    (seconds of a daemon's start-up)."""
+    kept = {name: getattr(nn.init, name) for name in _INITS}
+    try:
+        for name in _INITS:
+            setattr(nn.init, name, lambda tensor, *args, **kwargs: tensor)
+        yield
+    finally:
+        for name, fn in kept.items():
+            setattr(nn.init, name, fn)
+
 
 def load_model(
     folder: Path,
@@ -129,7 +147,7 @@ def load_model(
     except (KeyError, ValueError, TypeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{config_path}: invalid DiffusionGemma config ({exc!r})") from exc
     files = checkpoint_files(folder)
-    with torch.device("meta"):
+    with torch.device("meta"), _no_init():
         model = DiffusionGemma(config)
     quantized = quantization_entry(config_path)
     if quantized is not None:  # a checkpoint saved by save_quantized: packed weights and scales

@@ -165,8 +165,8 @@ class Experts(nn.Module):
         super().__init__()
         e, h, ie = config.num_experts, config.hidden_size, config.moe_intermediate_size
         self.num_experts = e
-        self.gate_up_proj = nn.Parameter(torch.randn(e, 2 * ie, h) * 0.02)
-        self.down_proj = nn.Parameter(torch.randn(e, h, ie) * 0.02)
+        self.gate_up_proj = nn.Parameter(nn.init.normal_(torch.empty(e, 2 * ie, h), std=0.02))
+        self.down_proj = nn.Parameter(nn.init.normal_(torch.empty(e, h, ie), std=0.02))
 
     def forward(self, x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         """Tokens sorted by expert, one grouped matmul per projection, summed back in expert order."""

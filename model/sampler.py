@@ -23,6 +23,7 @@ from diffill.kernels import sampler as kernel_sampler
 from diffill.kernels._triton import interpreting, triton_available, use_triton
 
 from .cache import KVCache
+from .cancel import Cancelled
 from .diffusion_gemma import DiffusionGemma
 
 
@@ -65,10 +66,6 @@ class SamplerConfig:
 
     def with_overrides(self, **kw: Any) -> SamplerConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
-
-
-class Cancelled(Exception):
-    """Raised between denoising steps when the caller's cancel check says so."""
 
 
 @dataclass

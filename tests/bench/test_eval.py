@@ -42,7 +42,10 @@ def test_draw_cases_makes_more_passes_over_few_files(tmp_path):
 
 
 def test_scores():
-    assert score("foo(x)", "foo(x)", True) == {"exact": 1.0, "useful": 1.0, "edit_similarity": 1.0, "valid": 1.0}
+    right = score("foo(x)", "foo(x)", True)
+    assert right == {"exact": 1.0, "useful": 1.0, "edit_similarity": 1.0, "valid": 1.0, "shown": 1.0, "wrong": 0.0}
+    assert score("bar", "foo(x)", True)["wrong"] == 1.0 and score("foo(", "foo(x)", True)["wrong"] == 0.0
+    assert score("", "foo", True)["wrong"] == 0.0 and score("", "foo", True)["shown"] == 0.0
     assert score("foo", "foo(x)", False)["useful"] == 1.0
     assert score("", "foo", True)["useful"] == 0.0
     assert 0 < edit_similarity("foo(y)", "foo(x)") < 1
