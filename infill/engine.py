@@ -21,13 +21,13 @@ from diffill.model.speculative import Speculator
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import call_sites, edits, ranking
-from .completion import Completion
 from .around.folder import FolderFiles
 from .around.neighbours import Neighbours, neighbours_of
 from .around.ngram_evidence import NgramEvidence
 from .around.prompt_context import PromptContext
 from .around.recent_edits import RecentEdits
 from .around.workspace import WorkspaceIndex
+from .completion import Completion
 from .deadline import Deadline, PassClock
 from .document import SyntaxDocument, count_errors
 from .filters.base import Candidate

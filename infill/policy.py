@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .completion import Completion
 from .document import SyntaxDocument
 from .edits import RenameTracker
-from .completion import Completion
 from .engine import CompletionEngine
 from .signatures import SignatureTracker
 from .trace import Trace

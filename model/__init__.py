@@ -19,7 +19,15 @@ _WHERE = {
     "save_model": "loader",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "CheckpointError",
+    "DiffusionGemma",
+    "DiffusionGemmaConfig",
+    "DiffusionModel",
+    "SamplerConfig",
+    "load_model",
+    "save_model",
+]
 
 if TYPE_CHECKING:
     from .api import DiffusionModel
