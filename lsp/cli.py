@@ -32,17 +32,31 @@ def _complete(args: argparse.Namespace) -> int:
     from diffill.infill.document import SyntaxDocument
     from diffill.infill.engine import CompletionEngine
     from diffill.infill.languages import language_for
-    from diffill.infill.options import EngineOptions
     from diffill.infill.policy import CompletionPolicy
     from diffill.model import runtime
+    from diffill.model.config import CheckpointError
 
-    text = Path(args.file).read_text(encoding="utf-8")
+    from .settings import Settings, engine_options
+
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"diffill complete: cannot read {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return 2
     doc = SyntaxDocument(text, language_for(None, args.file))
-    loaded = runtime.load(args.model, args.device)
-    engine = CompletionEngine(
-        loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded, steps=args.steps), loaded.memory
-    )
-    offset = doc.offset_at(args.line - 1, args.col - 1, "utf-32")
+    try:
+        loaded = runtime.load(args.model, args.device)
+    except (CheckpointError, OSError, ValueError) as exc:
+        print(f"diffill complete: cannot load model {args.model or 'embedded'!r}: {exc}", file=sys.stderr)
+        return 2
+    settings = Settings() if args.steps is None else Settings(steps=args.steps)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(settings, loaded), loaded.memory)
+    engine.pass_clock.calibrate(loaded.model)  # the latency budget holds here as in the daemon
+    if not 1 <= args.line <= text.count("\n") + 1:
+        print(f"diffill complete: {path} has no line {args.line}", file=sys.stderr)
+        return 2
+    offset = doc.offset_at(args.line - 1, max(0, args.col - 1), "utf-32")
     result = CompletionPolicy(engine).answer(doc, offset, path=args.file)  # copies may come from the files beside it
     if result is None:
         print("(no completion)", file=sys.stderr)
@@ -76,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("col", type=int)
     cp.add_argument("--model", default="", help="folder or hub id (default: the embedded model)")
     cp.add_argument("--device", default="auto")
-    cp.add_argument("--steps", type=int, default=8)
+    cp.add_argument("--steps", type=int, default=None, help="denoising steps (default: the server's setting)")
     cp.set_defaults(func=_complete)
     dr = sub.add_parser("doctor", help="versions, device, model, memory, grammars")
     dr.add_argument("--model", default="", help="also describe this model (folder or hub id)")

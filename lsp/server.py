@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 from importlib.metadata import PackageNotFoundError, version
@@ -16,6 +17,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+
+from diffill.infill.completion import Completion
 
 from .documents import DocState
 from .protocol import BoundedReader, DiffillProtocol, report_error, serve_tcp
@@ -69,6 +72,9 @@ class DiffillServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=kind, message=f"diffill: {message}"))
         except Exception:  # no client yet (e.g. in unit use)
             log.debug("could not show message", exc_info=True)
+
+
+WORD_TAIL = re.compile(r"\w+$")  # the word being typed, before the cursor
 
 
 def _range(state: DocState, start: int, end: int, encoding: str) -> types.Range:
@@ -131,18 +137,29 @@ async def on_completion(ls: DiffillServer, params: types.CompletionParams) -> ty
     if found is None:
         return types.CompletionList(is_incomplete=True, items=[])
     state, c = found
-    label = c.text.strip().splitlines()[0] if c.text.strip() else c.text
-    item = types.CompletionItem(
-        label=label[:80] or "diffill",
-        kind=types.CompletionItemKind.Snippet,
+    return types.CompletionList(is_incomplete=True, items=[_completion_item(state, c, ls.encoding)])
+
+
+def _completion_item(state: DocState, c: Completion, encoding: str) -> types.CompletionItem:
+    """The answer as a popup item that clients keep: popups filter items by the word being typed, so the edit
+    starts at that word's beginning and the label and filter text start with the word (`self._ex` ->
+    `_exrule)`, not `rule)`); a plain text edit (not a snippet)."""
+    text = state.doc.text
+    word = WORD_TAIL.search(text, max(0, c.start - 256), c.start)
+    typed = word.group(0) if word else ""
+    new_text = typed + c.text
+    first = new_text.strip().splitlines()[0] if new_text.strip() else new_text
+    label = first[:80] or "diffill"
+    return types.CompletionItem(
+        label=label,
+        kind=types.CompletionItemKind.Text,
         detail="diffill",
-        text_edit=types.TextEdit(range=_range(state, c.start, c.end, ls.encoding), new_text=c.text),
+        text_edit=types.TextEdit(range=_range(state, c.start - len(typed), c.end, encoding), new_text=new_text),
         insert_text_format=types.InsertTextFormat.PlainText,
-        filter_text=c.text,
+        filter_text=label,
         sort_text="0",
         preselect=True,
     )
-    return types.CompletionList(is_incomplete=True, items=[item])
 
 
 @server.feature("diffill/status")
@@ -157,7 +174,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "documents": len(s.docs),
         "in_flight": s.scheduler.in_flight(),
         "warming": len(s.warming),
-        "last_latency_ms": max((d.last_latency_ms for d in s.docs.values()), default=0.0),
+        "last_latency_ms": round(s.last_latency_ms, 1),
         "stats": dict(s.stats),
         "cost": {
             "answers": s.traced,

@@ -29,7 +29,7 @@ from .cache import TypedAheadCache
 from .documents import DocState, apply_changes, guarded, open_state
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler
-from .settings import Settings, SettingsError, parse_settings
+from .settings import Settings, SettingsError, engine_options, parse_settings
 
 if TYPE_CHECKING:  # (imported where used: the engine pulls in torch, which loads after `initialize`)
     from diffill.infill.engine import CompletionEngine
@@ -62,6 +62,7 @@ class Session:
             "errors": 0,
             "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
         }
+        self.last_latency_ms = 0.0  # the last answered request's, keystroke to answer (diffill/status)
         self.cost = Trace()  # what the model's answers cost, summed (diffill/status: bench lsp reads it)
         self.traced = 0  # answers summed in `cost`
         self.workspace_index: WorkspaceIndex | None = None
@@ -90,22 +91,7 @@ class Session:
         return True
 
     def _engine_options(self) -> EngineOptions:
-        """The settings over the loaded model's card: its draft mode, its answer cut-off unless the user set one,
-        and cross-file context only for models trained with it (it shifts the prompt of the others)."""
-        from diffill.infill.options import EngineOptions
-
-        s, card = self.settings, self.loaded
-        user = {"min_confidence": s.min_confidence} if s.min_confidence >= 0 else {}
-        if s.draft_candidates:
-            user["draft_candidates"] = s.draft_candidates
-        return EngineOptions.from_card(
-            card,
-            steps=s.steps,
-            canvas_length=s.canvas_length or None,
-            max_prompt_tokens=s.max_prompt_tokens,
-            latency_budget_ms=s.latency_budget_ms,
-            **user,
-        )
+        return engine_options(self.settings, self.loaded)
 
     def install(self, loaded: LoadedModel) -> None:
         """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources."""
@@ -280,7 +266,7 @@ class Session:
         if state.version != version_at_start or self.docs.get(uri) is not state:
             self.stats["stale"] += 1
             return None
-        state.last_latency_ms = (time.perf_counter() - started) * 1e3
+        self.last_latency_ms = state.last_latency_ms = (time.perf_counter() - started) * 1e3
         if result is None:
             return None
         if result.source != "model":

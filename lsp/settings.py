@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from diffill.infill.options import EngineOptions
+    from diffill.model.runtime import LoadedModel
 
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua", "plaintext")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -93,8 +97,8 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
         return base
     if not isinstance(raw, dict):
         raise SettingsError(f"settings must be an object, got {type(raw).__name__}")
-    if isinstance(raw.get("diffill"), dict):
-        raw = raw["diffill"]
+    if "diffill" in raw and (raw["diffill"] is None or isinstance(raw["diffill"], dict)):
+        raw = raw["diffill"] or {}  # an editor with no settings of its own sends an empty (or null) section
     known = {f.name for f in fields(Settings)}
     changes: dict[str, Any] = {}
     errors: list[str] = []
@@ -111,3 +115,22 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
     if errors:
         raise SettingsError("invalid diffill settings: " + "; ".join(errors))
     return replace(base, **changes)
+
+
+def engine_options(settings: Settings, card: LoadedModel | None) -> EngineOptions:
+    """The engine's options for these settings over a loaded model's card: its draft mode, its answer cut-off
+    unless the user set one, cross-file context only for models trained with it (the daemon and `diffill
+    complete` both answer with these)."""
+    from diffill.infill.options import EngineOptions
+
+    user: dict[str, Any] = {"min_confidence": settings.min_confidence} if settings.min_confidence >= 0 else {}
+    if settings.draft_candidates:
+        user["draft_candidates"] = settings.draft_candidates
+    return EngineOptions.from_card(
+        card,
+        steps=settings.steps,
+        canvas_length=settings.canvas_length or None,
+        max_prompt_tokens=settings.max_prompt_tokens,
+        latency_budget_ms=settings.latency_budget_ms,
+        **user,
+    )

@@ -42,8 +42,10 @@ def resolve_checkpoint(path_or_id: str | os.PathLike) -> Path:
     p = Path(path_or_id).expanduser()
     if p.is_dir():
         return p
-    if p.exists() or str(path_or_id).startswith((".", "/", "~")):
-        raise CheckpointError(f"{path_or_id}: not a checkpoint folder")
+    if p.exists():
+        raise CheckpointError(f"{path_or_id}: not a checkpoint folder (a file, not a folder)")
+    if str(path_or_id).startswith((".", "/", "~")):
+        raise CheckpointError(f"{path_or_id}: no such folder")
     try:
         from huggingface_hub import snapshot_download
     except ImportError as exc:  # pragma: no cover - a dependency

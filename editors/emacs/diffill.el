@@ -40,8 +40,9 @@
   "The command that starts the language server, as a list of program and arguments."
   :type '(repeat string))
 
-(defcustom diffill-settings '(:model "" :device "auto" :steps 8)
-  "Server settings (a plist), sent as initializationOptions.
+(defcustom diffill-settings '()
+  "Server settings (a plist), sent as initializationOptions; empty = the
+server's defaults (the README's settings table), e.g. (:latencyBudgetMs 400).
 Keys: :model (\"\" = the embedded model, or a folder or Hugging Face
 hub id), :device (\"auto\", \"cpu\", \"cuda\"), :steps (1..128),
 :canvasLength, :enabled, :languages, :latencyBudgetMs,

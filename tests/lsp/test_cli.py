@@ -84,3 +84,18 @@ def test_complete_copies_from_the_files_beside(tmp_path):
     res = run_cli("complete", str(src), "2", "24")
     assert res.returncode == 0, res.stderr
     assert res.stdout.rstrip("\n") == 'th, encoding="utf-8") as handle:'
+
+
+def test_complete_says_what_is_wrong_without_a_traceback(tmp_path):
+    code = tmp_path / "a.py"
+    code.write_text("import os\nos.pa")
+    cases = [
+        ((str(tmp_path / "missing.py"), "1", "1"), "cannot read"),
+        ((str(code), "9", "1"), "has no line 9"),
+        ((str(code), "1", "1", "--model", str(tmp_path / "no-such-model")), "no such folder"),
+        ((str(code), "1", "1", "--model", str(code)), "not a checkpoint folder"),
+    ]
+    for args, message in cases:
+        res = run_cli("complete", *args)
+        assert res.returncode == 2 and message in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr

@@ -1,6 +1,7 @@
 """End-to-end: `diffill serve` over stdio, driven by pytest-lsp as an editor would, with the embedded model."""
 
 import asyncio
+import re
 import sys
 
 import pytest
@@ -115,6 +116,7 @@ async def test_capabilities(client: LanguageClient):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_inline_completion_returns_an_edit(client: LanguageClient):
     uri, text, item = await first_suggestion(client)
+    assert (await get_status(client))["last_latency_ms"] > 0  # the last request's
     pos = end_position(text)
     assert item.range.start == pos  # the edit starts at the cursor
     assert item.range.end.line == pos.line
@@ -129,8 +131,10 @@ async def test_completion_fallback_carries_text_edit(client: LanguageClient):
     )
     assert res.items, "completion fallback gave nothing where inline completion did"
     edit = res.items[0].text_edit
-    assert edit.new_text == item.insert_text
-    assert edit.range == item.range
+    word = re.search(r"\w*$", text).group(0)  # the item starts at the word being typed (popups filter by it)
+    assert edit.new_text == word + item.insert_text
+    assert edit.range.end == item.range.end and edit.range.start.character == item.range.start.character - len(word)
+    assert res.items[0].filter_text.startswith(word) and res.items[0].kind != types.CompletionItemKind.Snippet
 
 
 @pytest.mark.asyncio(loop_scope="module")

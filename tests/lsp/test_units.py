@@ -13,6 +13,7 @@ def test_settings_defaults_and_camel_case():
     s = parse_settings({"steps": 4, "canvasLength": 16})
     assert s.steps == 4 and s.canvas_length == 16
     assert parse_settings(None) == Settings()
+    assert parse_settings({"diffill": None}) == parse_settings({"diffill": {}}) == parse_settings({}) == Settings()
     assert parse_settings({"diffill": {"languages": ["python", "go"]}}).languages == ("python", "go")
     assert parse_settings({"minConfidence": 0.3}).min_confidence == 0.3
     assert parse_settings({"minConfidence": 1}).min_confidence == 1.0

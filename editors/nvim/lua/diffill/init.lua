@@ -2,7 +2,7 @@
 --
 --   require('diffill').setup {
 --     cmd = { 'diffill', 'serve' },            -- the server
---     settings = { model = '', device = 'auto', steps = 8 },  -- sent as initializationOptions
+--     settings = {},                           -- initializationOptions ({} = the server's defaults)
 --     accept_key = '<Tab>',                    -- accepts the ghost text (false: no mapping)
 --   }
 --
