@@ -133,3 +133,30 @@ def test_nvim011_completion_menu_fallback(tmp_path, request):
     assert result["buffer"] + "\n" == p.applied(), diag
     assert path.read_text() == p.applied()
     check_proposal(direct, p)
+
+
+def test_nvim_root_is_the_git_folder_else_the_files_own(tmp_path):
+    """Without a .git above it, a file's own folder is the workspace root (the server then reads the project's
+    files); with one, the folder holding it."""
+    nvim = require_editor("nvim", "Neovim")
+    loose = tmp_path / "loose" / "pkg"
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    loose.mkdir(parents=True)
+    out = tmp_path / "roots.json"
+    script = (
+        f"set rtp^={ROOT / 'editors' / 'nvim'}\n"
+        "lua << EOF\n"
+        "local d = require('diffill'); d.config = vim.deepcopy(d.defaults)\n"
+        f"vim.cmd.edit('{loose / 'a.py'}'); local a = d.root_of(0)\n"
+        f"vim.cmd.edit('{repo / 'src' / 'b.py'}'); local b = d.root_of(0)\n"
+        f"vim.fn.writefile({{vim.json.encode({{a, b}})}}, '{out}')\n"
+        "EOF\n"
+        "qa!\n"
+    )
+    init = tmp_path / "init.vim"
+    init.write_text(script)
+    subprocess.run([nvim, "--headless", "-u", str(init)], timeout=60, capture_output=True, check=False)
+    roots = json.loads(out.read_text())
+    assert [Path(r).resolve() for r in roots] == [loose.resolve(), repo.resolve()]

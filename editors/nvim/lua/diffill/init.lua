@@ -130,11 +130,20 @@ function M.attach(client, bufnr)
   if M.config.on_attach then M.config.on_attach(client, bufnr) end
 end
 
+--- The project folder of a buffer: the nearest folder above it with a root marker (.git), else the file's own
+--- folder, so that a project without .git still gets its files read (workspace context, copies).
+function M.root_of(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local marker = vim.fs.find(M.config.root_markers, { upward = true, path = vim.fs.dirname(name) })[1]
+  if marker then return vim.fs.dirname(marker) end
+  return name ~= '' and vim.fs.dirname(name) or vim.fn.getcwd()
+end
+
 local function lsp_config()
   return {
     cmd = M.config.cmd,
     filetypes = M.config.filetypes,
-    root_markers = M.config.root_markers,
+    root_dir = function(bufnr, on_dir) on_dir(M.root_of(bufnr)) end,
     init_options = M.config.settings,
     on_attach = M.attach,
   }
@@ -197,11 +206,10 @@ end
 
 local function start_legacy(bufnr)
   -- Neovim 0.8-0.10: no vim.lsp.config
-  local root = vim.fs.find(M.config.root_markers, { upward = true, path = vim.api.nvim_buf_get_name(bufnr) })[1]
   vim.lsp.start({
     name = NAME,
     cmd = M.config.cmd,
-    root_dir = root and vim.fs.dirname(root) or vim.fn.getcwd(),
+    root_dir = M.root_of(bufnr),
     init_options = M.config.settings,
     on_attach = M.attach,
   }, { bufnr = bufnr })
@@ -232,7 +240,9 @@ function M.setup(opts)
   vim.api.nvim_create_user_command('DiffillStatus', function()
     local s = M.status()
     if s then M._last_status = s end
-    notify(s and vim.inspect(s) or 'no server running')
+    local c = clients()[1]
+    local root = c and c.root_dir and ('workspace root: ' .. c.root_dir .. '\n') or ''
+    notify(s and (root .. vim.inspect(s)) or 'no server running')
   end, { desc = 'diffill: model state and latency' })
 end
 
