@@ -93,8 +93,9 @@ def _bench_lsp(args: argparse.Namespace) -> int:
 
     from .lsp import run, run_typing
 
-    if args.typing:
-        run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    if args.typing or args.big:
+        big = int(args.big * 1e6)
+        run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings), big_chars=big)
     else:
         run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
     return 0
@@ -207,6 +208,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bl.add_argument("--seed", type=int, default=0)
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
     bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
+    bl.add_argument(
+        "--big", type=float, default=0.0, metavar="MB", help="--typing in documents this many MB long (e.g. 3)"
+    )
     bl.set_defaults(func=_bench_lsp)
     be = bench.add_parser("edits", help="inline-edit acceptance on rename pairs drawn from real code")
     be.add_argument("--root", required=True)

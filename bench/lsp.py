@@ -163,27 +163,31 @@ def answer_cost(status) -> dict[str, float]:
     return cost_per_answer(total, getattr(cost, "answers", 0) or 0)
 
 
-async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
+async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None], big_chars: int = 0) -> dict:
     """Types whole lines one character at a time, asking for a completion after every keystroke: the first
-    request of a line pays the prompt prefill, the next ones reuse the encoder cache (or the typed-ahead cache)."""
+    request of a line pays the prompt prefill, the next ones reuse the encoder cache (or the typed-ahead cache).
+    With `big_chars`, each line is typed in a document that long (the other files' text before its own): what a
+    keystroke costs in a big file. Also reported: what one didChange costs the server and its memory."""
 
     rng = random.Random(seed)
     lines = []
-    for path, text in source_texts(Path(root), rng):
+    texts = list(source_texts(Path(root), rng))
+    for path, text in texts:
         if len(lines) >= n:
             break
         rows = text.split("\n")
         cands = [i for i, r in enumerate(rows) if 20 <= len(r.strip()) <= 60 and i > 5]
         if cands:
             i = rng.choice(cands)
-            lines.append((path, "\n".join(rows[:i]) + "\n", rows[i], "\n" + "\n".join(rows[i + 1 :])))
+            filler = _filler(texts, path, big_chars) if big_chars else ""
+            lines.append((path, filler + "\n".join(rows[:i]) + "\n", rows[i], "\n" + "\n".join(rows[i + 1 :])))
     client = LanguageClient("diffill-bench", "1")
     await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
     await client.initialize_async(_initialize_params(root, settings))
     client.initialized(types.InitializedParams())
     while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
         await asyncio.sleep(0.05)
-    first, follow = [], []
+    first, follow, edits, memory = [], [], [], []
     for path, before, line, after in lines:
         uri = Path(path).resolve().as_uri()  # the file's own (see _run)
         indent = line[: len(line) - len(line.lstrip())]
@@ -211,6 +215,8 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
                 )
             )
             (first if j == 0 else follow).append((time.perf_counter() - t0) * 1e3)
+        edits.append(await _edit_cost(client, uri, types.Position(row, col), len(line) + 2))
+        memory.append(getattr(await client.protocol.send_request_async("diffill/status", None), "memory_mb", 0))
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
     status = await client.protocol.send_request_async("diffill/status", None)
     await client.shutdown_async(None)
@@ -225,21 +231,67 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
         "follow_p95_ms": round(follow[int(len(follow) * 0.95)], 1) if follow else 0.0,
         "cache_hits": getattr(status.stats, "cache_hits", 0),
         "model_calls": getattr(status.stats, "model_calls", 0),
+        "document_chars": max((len(b) + len(ln) + len(a) for _, b, ln, a in lines), default=0),
+        "edit_ms": round(sorted(edits)[len(edits) // 2], 1) if edits else 0.0,
+        "memory_mb_first": memory[0] if memory else 0,
+        "memory_mb_last": memory[-1] if memory else 0,
+        "memory_mb": memory,
     }
     result["ratio"] = round(result["follow_p50_ms"] / max(1e-9, result["first_p50_ms"]), 3)
     out(
         f"typing {result['lines']} lines: first request p50 {result['first_p50_ms']} ms; follow-ups p50 "
         f"{result['follow_p50_ms']} ms, p95 {result['follow_p95_ms']} ms (ratio {result['ratio']}); "
-        f"{result['model_calls']} model calls, {result['cache_hits']} typed-ahead hits"
+        f"{result['model_calls']} model calls, {result['cache_hits']} typed-ahead hits; documents of up to "
+        f"{result['document_chars']} characters, a didChange costs the server {result['edit_ms']} ms, memory "
+        f"{result['memory_mb_first']} -> {result['memory_mb_last']} MB"
     )
     out(json.dumps(result))
     return result
 
 
+def _filler(texts: list[tuple[Path, str]], path: Path, chars: int) -> str:
+    """Other files' text, `chars` long at most, to put before a line typed in a big document."""
+    parts, size = [], 0
+    while size < chars:
+        for other, text in texts:
+            if other != path and size < chars:
+                parts.append(text[: chars - size] + "\n")
+                size += len(parts[-1])
+        if not parts:
+            break
+    return "".join(parts)
+
+
+async def _edit_cost(client: LanguageClient, uri: str, at: types.Position, version: int, reps: int = 5) -> float:
+    """Milliseconds the server spends on one didChange (a typed space, then taken back): the round trip of a
+    status request behind it, less that of a status request alone."""
+    spent = []
+    for k in range(reps):
+        t0 = time.perf_counter()
+        await client.protocol.send_request_async("diffill/status", None)
+        alone = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for text, end in ((" ", at), ("", types.Position(at.line, at.character + 1))):
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version + 2 * k + len(text)),
+                    content_changes=[types.TextDocumentContentChangePartial(range=types.Range(at, end), text=text)],
+                )
+            )
+        await client.protocol.send_request_async("diffill/status", None)
+        spent.append((time.perf_counter() - t0 - alone) * 1e3 / 2)
+    return sorted(spent)[reps // 2]
+
+
 def run_typing(
-    root: str, n: int = 20, seed: int = 0, settings: dict | None = None, out: Callable[[str], None] = print
+    root: str,
+    n: int = 20,
+    seed: int = 0,
+    settings: dict | None = None,
+    out: Callable[[str], None] = print,
+    big_chars: int = 0,
 ) -> dict:
-    return asyncio.run(_typing(root, n, seed, settings or {}, out))
+    return asyncio.run(_typing(root, n, seed, settings or {}, out, big_chars))
 
 
 def run(

@@ -15,7 +15,7 @@ import time
 import tree_sitter
 
 from diffill.infill.languages import parser_for
-from diffill.infill.text import line_starts, unit_len, utf8
+from diffill.infill.text import EOL_RE, line_starts, unit_len, utf8
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 log = logging.getLogger(__name__)
@@ -79,6 +79,19 @@ def _prefix_for_units(s: str, units: int, encoding: str) -> int:
 def _point(data: bytes, byte: int) -> tuple[int, int]:
     """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only."""
     return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
+
+
+def _shifted_starts(starts: list[int], text: str, start: int, end: int, inserted: int) -> list[int]:
+    """The line starts of `text` after text[start:end] of the old text became `inserted` characters, from the old
+    `starts`: the lines around the edit are found again, the ones after it only move (an edit costs the lines it
+    touches, not the document). A start more than two characters past the edit keeps its terminator intact."""
+    delta = inserted - (end - start)
+    lo = max(0, bisect.bisect_right(starts, start) - 2)  # a line start before the edit's own line: still valid
+    hi = bisect.bisect_right(starts, end + 1)
+    tail = starts[hi:]
+    stop = tail[0] + delta if tail else len(text)
+    middle = [m.end() for m in EOL_RE.finditer(text, starts[lo], stop) if not tail or m.end() < stop]
+    return starts[: lo + 1] + middle + [s + delta for s in tail]
 
 
 class SyntaxDocument:
@@ -151,7 +164,8 @@ class SyntaxDocument:
         new_end_byte = start_byte + len(inserted)
         self.text = self.text[:start] + new_text + self.text[end:]
         self._data = old_data[:start_byte] + inserted + old_data[old_end_byte:]
-        self._starts = None
+        if self._starts is not None:
+            self._starts = _shifted_starts(self._starts, self.text, start, end, len(new_text))
         if self.tree is None:
             return
         self.tree.edit(

@@ -9,7 +9,6 @@ happens to hold a "jsonrpc" key break the whole message, and allocates whatever 
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 import threading
@@ -156,29 +155,23 @@ class DiffillProtocol(LanguageServerProtocol):
     def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
         send_error(self, msg_id if _valid_id(msg_id) else None, error)
 
+    # diffill keeps its own documents (lsp.documents: tree-sitter, incremental line starts). pygls' copy of each
+    # text is never read, and keeping it costs a second copy of every document and, per keystroke, a re-split of
+    # the whole text into lines: a big file's edits would cost their size. So pygls' built-in document sync is
+    # replaced by handlers that only hand the notification to diffill's own.
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
-        """pygls' copy refuses some URIs (`file://[x` raises in urlparse): diffill's own documents still get them."""
-        try:
-            self.workspace.put_text_document(params.text_document)
-        except Exception as exc:
-            log.debug("pygls could not open %s: %r", params.text_document.uri, exc)
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
             yield user_handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        """pygls' copy of the text may refuse an edit (unknown document): diffill's own documents still see it.
-
-        pygls' position codec also writes into the client's Position when the character is past the line end (and
-        clamps it one short), which shifted the edit diffill then applied: pygls gets a copy.
-        """
-        try:
-            for change in copy.deepcopy(params.content_changes):
-                self.workspace.update_text_document(params.text_document, change)
-        except Exception as exc:
-            log.debug("pygls could not apply a change to %s: %r", params.text_document.uri, exc)
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield user_handler, (params,), None
 
 

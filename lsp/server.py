@@ -74,6 +74,15 @@ class DiffillServer(LanguageServer):
             log.debug("could not show message", exc_info=True)
 
 
+def _resident_mb() -> int:
+    """The server's resident memory in MB (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 WORD_TAIL = re.compile(r"\w+$")  # the word being typed, before the cursor
 
 
@@ -175,6 +184,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "in_flight": s.scheduler.in_flight(),
         "warming": len(s.warming),
         "last_latency_ms": round(s.last_latency_ms, 1),
+        "memory_mb": _resident_mb(),
         "stats": dict(s.stats),
         "cost": {
             "answers": s.traced,

@@ -25,7 +25,18 @@ def test_a_plain_install_needs_no_test_or_gpu_tools():
 
 def test_the_wheel_holds_every_subpackage_and_the_model(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+        ],
         check=True,
         cwd=tmp_path,
         timeout=600,

@@ -7,8 +7,9 @@ then token boundaries of the first line (`self.read(` -> `self.read`). A complet
 (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows) with no such prefix is extended along the
 line it was cut from to the first token end where it parses again (`port sys`), when that line parses: an answer
 must leave the buffer as sound as it was, even at some cost in useful answers; shorter prefixes first win some
-back (docs/benchmarks.md). Each try is a fresh parse of the whole edited document, so tries are
-capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion).
+back (docs/benchmarks.md). Each try is a parse of the edited document (incremental from its tree), so tries are
+capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion); a
+document too large to parse in time (no tree) is not checked.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from diffill.infill.document import count_errors, count_tree_errors
+from diffill.infill.document import BUDGETED_PARSE_BYTES, count_errors, count_tree_errors
 from diffill.infill.filters.base import Candidate
 from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
 from diffill.infill.text import EOL_RE, utf8
@@ -40,6 +41,8 @@ def syntax_guard(c: Candidate) -> Candidate:
     """The candidate if it adds no parse errors, else its longest prefix that adds none, else (an answer cut short)
     its shortest extension that adds none, else the end of the word being typed, else no suggestion."""
     if c.language is None or not c.text:
+        return c
+    if c.tree is None and len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # its parse ran out of time: each try would too
         return c
     allowed = count_tree_errors(c.tree) if c.tree is not None else _errors(c.language, c.doc_text)
     if _acceptable(c, allowed):

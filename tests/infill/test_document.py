@@ -181,3 +181,18 @@ def _assert_shifted_points(edited, data: bytes, after: int) -> None:
             row = data.count(b"\n", 0, node.start_byte)
             col = node.start_byte - (data.rfind(b"\n", 0, node.start_byte) + 1)
             assert tuple(node.start_point) == (row, col), node
+
+
+def test_line_starts_follow_edits_as_a_fresh_count_would():
+    """The cached line starts are updated around each edit (not recounted over the document): random edits with
+    every kind of line end, CRLFs split and joined, agree with a fresh count."""
+    from diffill.infill.text import line_starts
+
+    rng = random.Random(7)
+    pieces = ["a", "bc", "\n", "\r", "\r\n", " ", "\u00e9", "\U0001f600"]
+    doc = SyntaxDocument("".join(rng.choice(pieces) for _ in range(200)), None)
+    for _ in range(400):
+        doc.line_starts  # noqa: B018 - cached, so the next edit updates it
+        a, b = sorted(rng.randrange(len(doc.text) + 1) for _ in range(2))
+        doc.replace_range(a, b, "".join(rng.choice(pieces) for _ in range(rng.randrange(4))))
+        assert doc.line_starts == line_starts(doc.text)

@@ -140,3 +140,16 @@ def test_an_answer_cut_short_parses_or_is_extended_along_its_whole_line(candidat
 )
 def test_the_word_being_typed_is_completed_when_nothing_longer_parses(candidate, src, raw, expected):
     assert syntax_guard(candidate("python", src, raw)).text == expected
+
+
+def test_a_document_too_large_to_parse_in_time_is_not_checked(candidate):
+    """No tree (its parse ran past the budget): each try would be a fresh parse of the whole file, so the answer
+    goes through unchecked instead of costing seconds; a small document without a tree is still checked."""
+    from diffill.infill.document import BUDGETED_PARSE_BYTES
+
+    broken = "y = x + 1\n    return (y"
+    small = candidate("python", "def f(x):\n    <CURSOR>\n", broken)
+    assert syntax_guard(small).text == "y = x + 1"
+    filler = "# filler\n" * (BUDGETED_PARSE_BYTES // 9 + 1)
+    large = candidate("python", filler + "def f(x):\n    <CURSOR>\n", broken)
+    assert large.tree is None and syntax_guard(large).text == broken
