@@ -26,7 +26,7 @@ from diffill.infill.trace import Trace
 from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
-from .documents import DocState, apply_changes, guarded, open_state
+from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, guarded, open_state, release_freed_memory
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, engine_options, parse_settings
@@ -175,10 +175,12 @@ class Session:
 
     def close_document(self, uri: str) -> None:
         self.scheduler.cancel(uri)
-        self.docs.pop(uri, None)
+        closed = self.docs.pop(uri, None)
         self.cache.forget(uri)
         if self.engine is not None:
             self.engine.prompt_cache.forget(uri)  # the model thread only reads entries by key
+        if closed is not None and len(closed.doc.source) >= BIG_DOCUMENT_BYTES:
+            release_freed_memory()
 
     def _open_documents(self) -> dict[str, str]:
         """The open documents' text by file path: rest-of-line copies come from them (CompletionEngine)."""

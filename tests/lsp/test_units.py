@@ -160,3 +160,25 @@ def test_the_workspace_index_covers_existing_folders_and_reaches_the_engine(tmp_
     assert index.file_count() == 1
     index.stop()
     session.scheduler.shutdown()
+
+
+def test_closing_a_big_document_hands_its_memory_back(monkeypatch):
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from diffill.lsp import session as session_module
+    from diffill.lsp.documents import BIG_DOCUMENT_BYTES, release_freed_memory
+    from diffill.lsp.session import Session
+
+    release_freed_memory()  # harmless anywhere (a no-op without glibc)
+    calls = []
+    monkeypatch.setattr(session_module, "release_freed_memory", lambda: calls.append(1))
+    s = Session(SimpleNamespace())
+    for name, size in (("small", 100), ("big", BIG_DOCUMENT_BYTES)):
+        uri = f"file:///tmp/mem/{name}.txt"
+        s.open_document(types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text="x" * size))
+        s.close_document(uri)
+        assert uri not in s.docs
+    assert calls == [1]  # the big one only
+    s.scheduler.shutdown()
