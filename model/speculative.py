@@ -109,8 +109,13 @@ class Speculator:
                 result.finished = False
                 break
             if decoded:
+                if first:  # the decoder's first canvas reads the whole prompt: its last token joins the cache
+                    net.encode(prompt[:, n - 1 :], cache)
+                    result.passes += 1
                 draft = self._draft(cache, pending, first, generator, allowed, room)
                 result.passes += 1
+                if first:
+                    cache.truncate(n - 1)
             fed = torch.tensor([[pending, *draft]], device=device)
             base = cache.length
             logp = torch.log_softmax(net.head(net.encode(fed, cache)[0]).float(), dim=-1)
