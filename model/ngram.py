@@ -155,10 +155,6 @@ class NgramMixer:
                 picked = _interpolate_at(picked, ids, *found)
         return picked
 
-    def mix_rows(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
-        """`mix` for each row i of `logp` (the distribution after tokens[:i])."""
-        return torch.stack([self.mix(tokens[:i], row) for i, row in enumerate(logp)])
-
 
 def _interpolate(logp: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: float) -> torch.Tensor:
     """log((1 - w) exp(logp) + w q), q being `probs` on `ids` and 0 elsewhere."""

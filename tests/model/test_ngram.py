@@ -64,7 +64,8 @@ def test_without_a_match_the_model_is_left_alone():
 def test_rows_are_mixed_after_the_tokens_before_them_and_after_extends_the_tail():
     index = TokenIndex([[1, 2, 3, 4, 5]], V)
     mixer = NgramMixer([index], tail=[1], weight=0.5, per_order=0.0)
-    rows = mixer.mix_rows([2, 3, 4], torch.stack([_uniform()] * 4))
+    tokens = [2, 3, 4]
+    rows = [mixer.mix(tokens[:i], _uniform()) for i in range(4)]  # row i: the distribution after tokens[:i]
     # row i follows tokens[:i]: row 0 after [1] (one token: no match), row 1 after 1 2 -> 3, row 2 after 2 3 -> 4
     assert torch.equal(rows[0], _uniform())
     assert int(rows[1].argmax()) == 3 and int(rows[2].argmax()) == 4 and int(rows[3].argmax()) == 5
