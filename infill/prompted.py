@@ -9,7 +9,7 @@ from typing import Any
 
 from diffill.model.api import DiffusionModel
 from diffill.model.ngram import NgramMixer
-from diffill.model.sampler import Cancelled
+from diffill.model.cancel import Cancelled
 from diffill.model.speculative import Speculator
 
 from .deadline import Deadline
@@ -65,7 +65,7 @@ class PromptedModel:
         when the time left does not afford them."""
         if self.cancel is not None and self.cancel():
             raise Cancelled()
-        return self.deadline is None or self.deadline.affords(passes)
+        return self.affords(passes)
 
     def affords(self, passes: int) -> bool:
         """Whether the time left affords `passes` more model passes (always, without a deadline)."""
