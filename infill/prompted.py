@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from diffill.model.api import DiffusionModel
-from diffill.model.ngram import NgramMixer
 from diffill.model.cancel import Cancelled
+from diffill.model.ngram import NgramMixer
 from diffill.model.speculative import Speculator
 
 from .deadline import Deadline
