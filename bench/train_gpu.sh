@@ -36,7 +36,7 @@ train=("$PY" -m diffill.training.cli train run --device "$DEVICE" --corpus "$COR
 "${train[@]}" --objective ar --size "$SIZE" --minutes "$AR_MINUTES" 2>&1 | tee "$OUT/train-ar.log"
 "${train[@]}" --objective fim --minutes "$FIM_MINUTES" --diffusion-weight 2 2>&1 | tee "$OUT/train.log"
 "$PY" -m diffill.training.cli train export --run "$RUN" --dest "$OUT/weights" --steps 4 --draft ar --entropy-bound 0.1 \
-    --draft-margin 0.6 --draft-candidates 6 --min-confidence 0.6 --span-min-confidence 0.37
+    --draft-margin 0.6 --draft-candidates 6 --min-confidence 0.5 --span-min-confidence 0.37
 if [ -n "$SPLIT_MB" ]; then
     tar -C "$OUT" -c weights | split -b "${SPLIT_MB}m" - "$OUT/weights.tar.part-"
     rm -r "$OUT/weights"

@@ -112,7 +112,8 @@ class CompletionEngine:
                 self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
                     floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
-                    cut = ranking.cut_at_doubt(asked, ids, request.healed, floor)
+                    joint = ranking.answer_floor(source, o.rank, o.copies)
+                    cut = ranking.cut_at_doubt(asked, ids, request.healed, floor, request.judged_among, joint)
         finally:
             trace.passes += self.model.net.passes - passes
         with trace.stage("filters"):

@@ -101,6 +101,10 @@ class CopyOptions:
     # like the model's own answers at `min_confidence`: a copy that goes wrong part way still gives its right
     # start. 0 (or a `min_confidence` of 0) cuts nothing (docs/benchmarks.md).
     copy_min_confidence: float = 0.35
+    # A copied rest of line, or a copied next line, is shown only as far as the model (with the n-gram evidence)
+    # gives its tokens together at least this probability (0: off); see RankOptions.answer_confidence.
+    copy_answer_confidence: float = 0.35
+    next_line_confidence: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,11 @@ class RankOptions:
     # The cut for denoised answers (multi-line spans; any span of a model without AR drafts) when it differs
     # (None: min_confidence): a rest of line is cut harder than a block (docs/benchmarks.md).
     span_min_confidence: float | None = None
+    # Show the model's own answer (any span) only as far as the encoder gives all its tokens together at least
+    # this probability, given the typed text: a shorter right answer or none beats a wrong one (0, or a
+    # `min_confidence` of 0: off). Copies
+    # have `copy_answer_confidence` and `next_line_confidence`. Tuned on held-out code (docs/benchmarks.md).
+    answer_confidence: float = 0.55
 
     @property
     def span_confidence(self) -> float:

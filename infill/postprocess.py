@@ -2,7 +2,7 @@
 
 Order matters: cut at the span first (later filters should not see text past the construct), drop repetition
 before re-indenting (cheaper, and it compares what the model wrote), normalise indentation before comparing with
-the document's next lines, and check syntax last, on the final text.
+the document's next lines, judge the names it uses on what is left, and check syntax last, on the final text.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
+from diffill.infill.filters.names_in_scope import names_in_scope
 from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
@@ -23,6 +24,7 @@ FILTERS: tuple[Filter, ...] = (
     drop_repetition,
     normalize_indentation,
     drop_suffix_overlap,
+    names_in_scope,
     syntax_guard,
 )
 

@@ -31,7 +31,7 @@ class PromptedModel:
     cancel: Callable[[], bool] | None = None  # asked between the passes of a draft: True raises Cancelled
     # Token log-probabilities the speculative rounds have already verified (draft tokens -> theirs): the cut at
     # doubt reads them instead of running the encoder over the same tokens again.
-    verified: dict[tuple[int, ...], list[float]] = field(default_factory=dict)
+    verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = field(default_factory=dict)
 
     def encode(self, text: str) -> list[int]:
         return self.vocabulary.tokenizer.encode(text)
@@ -40,22 +40,31 @@ class PromptedModel:
         return self.vocabulary.tokenizer.decode(ids)
 
     def best_draft(
-        self, max_tokens: int, stop: set[int], first: Constraint | None, k: int, head: list[int] | None = None
+        self,
+        max_tokens: int,
+        stop: set[int],
+        first: Constraint | None,
+        k: int,
+        head: list[int] | None = None,
+        among: Constraint | None = None,
     ) -> tuple[list[int], float]:
         """The likeliest draft of a beam `k` wide (k=1: the greedy draft) after the prompt (and `head`, tokens
-        already chosen) and its summed log-probability."""
+        already chosen) and its summed log-probability. `among`: where `first` holds, the ids its tokens'
+        beliefs are judged among (Request.judged_among; default: those `first` allows)."""
         prompt, mix = self.prompt, self.mix
         if head is not None:
             prompt, mix = prompt + head, mix and mix.after(head)
         if k == 1 and self.speculator is not None:
-            found = self.speculator.greedy(prompt, max_tokens, stop, self.cache, first, mix, self._keep_going)
+            found = self.speculator.greedy(
+                prompt, max_tokens, stop, self.cache, first, mix, self._keep_going, self.vocabulary.extensions, among
+            )
             if self.trace is not None:
                 self.trace.drafts += len(found.accepted)
                 self.trace.accepted += sum(found.accepted)
                 self.trace.lookups += len(found.looked_up)
                 self.trace.looked_up += sum(found.looked_up)
             if head is None:
-                self.verified[tuple(found.tokens)] = found.logprobs
+                self.verified[tuple(found.tokens)] = (found.logprobs, found.prefix_logprobs)
             return found.tokens, found.score
         watched = {} if self.deadline is None and self.cancel is None else {"keep_going": self._keep_going}
         return self.model.ar_drafts(prompt, max_tokens, stop, self.cache, first, k=k, mix=mix, **watched)[0]
@@ -80,12 +89,15 @@ class PromptedModel:
         stops = self.vocabulary.line_stops()
         return self.model.continuation_logprobs(self.prompt, continuations, self.cache, end_ids=stops, mix=self.mix)
 
-    def token_logprobs(self, ids: list[int]) -> list[float]:
-        """The log-probability of each token of `ids` after the prompt and the tokens before it."""
-        for tokens, logprobs in self.verified.items():
+    def token_beliefs(self, ids: list[int], among: Constraint | None = None) -> tuple[list[float], list[float]]:
+        """For each token of `ids` after the prompt and the tokens before it: its log-probability, and the
+        log-probability that the text goes on as its text does (DiffusionModel.token_beliefs); where `among`
+        (Request.judged_among, as the drafts were judged) names ids, among those. What the speculative rounds
+        verified is read back, not computed again."""
+        for tokens, (logprobs, prefix) in self.verified.items():
             if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
-                return logprobs[: len(ids)]
-        return self.model.token_logprobs(self.prompt, ids, self.cache, self.mix)
+                return logprobs[: len(ids)], prefix[: len(ids)]
+        return self.model.token_beliefs(self.prompt, ids, self.cache, self.mix, among, self.vocabulary.extensions)
 
     def denoise(self, **sampling: Any) -> list[int] | None:
         """A canvas denoised after the prompt (DiffusionModel.generate's options), in as many of its steps as the

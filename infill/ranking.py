@@ -15,6 +15,7 @@ from diffill.model.tokenizer import SPECIAL_TOKENS
 
 from .options import CopyOptions, RankOptions
 from .prompted import PromptedModel
+from .request import Constraint
 
 
 def best(scores: Sequence[float], priors: Sequence[float] | None = None) -> int:
@@ -36,9 +37,9 @@ def within(scores: Sequence[float], priors: Sequence[float], top: int, margin: f
 
 
 def doubt_floor(source: str, encoder_judges: bool, rank: RankOptions, copies: CopyOptions) -> float | None:
-    """The probability under which an answer is cut, or None. The model's own rest of line (the encoder judges
-    it: `encoder_judges`) ends at `min_confidence`, a copied rest of line at `copy_min_confidence`; a copied next
-    line stays whole, and the denoiser cut its own answers already."""
+    """The probability under which a token ends an answer, or None. The model's own rest of line (the encoder
+    judges it: `encoder_judges`) ends at `min_confidence`, a copied rest of line at `copy_min_confidence`; a copied
+    next line is judged whole (`answer_floor`), and the denoiser cut its own answers already."""
     if rank.min_confidence <= 0:
         return None
     if source == "model" and encoder_judges:
@@ -48,15 +49,49 @@ def doubt_floor(source: str, encoder_judges: bool, rank: RankOptions, copies: Co
     return None
 
 
-def cut_at_doubt(asked: PromptedModel, ids: list[int], healed: str, floor: float | None) -> list[int] | None:
-    """`ids` up to the first token the encoder's head gives less than `floor` after the prompt and the tokens
-    before it, or None when none does (or no floor): the answer keeps at least one token past the healed text."""
-    if floor is None:
+def answer_floor(source: str, rank: RankOptions, copies: CopyOptions) -> float | None:
+    """The probability under which the answer so far, all its tokens together, is not shown, or None: the model's
+    own answers at `answer_confidence`, copied rests of line at `copy_answer_confidence`, copied next lines at
+    `next_line_confidence` (the copies' priors say how much more than the model's belief they are worth). A
+    `min_confidence` of 0 (no cut at all) turns these off too."""
+    if rank.min_confidence <= 0:
+        return None
+    floor = {
+        "model": rank.answer_confidence,
+        "copy": copies.copy_answer_confidence,
+        "next line": copies.next_line_confidence,
+    }.get(source, 0.0)
+    return floor if floor > 0 else None
+
+
+def cut_at_doubt(
+    asked: PromptedModel,
+    ids: list[int],
+    healed: str,
+    floor: float | None,
+    among: Constraint | None = None,
+    joint: float | None = None,
+) -> list[int] | None:
+    """`ids` up to the longest start the model believes, or None when it believes them all (or neither `floor` nor
+    `joint` is set). A start is believed when the encoder's head, after the prompt and the tokens before, gives
+    each of its tokens past the healed text at least `floor` and all of them together at least `joint`, its last
+    token counting the probability that the text goes on as that token's does (` None` and ` NoneType` both go on
+    with ` None`). The probabilities are given the healed text (`among`: Request.judged_among): the word being
+    typed is known, so a first token past it that fails leaves no answer."""
+    if floor is None and joint is None:
         return None
     n = next((i for i, t in enumerate(ids) if t < len(SPECIAL_TOKENS)), len(ids))  # up to EOS or padding
     body = ids[:n]
-    log_floor = math.log(floor)
-    for i, logp in enumerate(asked.token_logprobs(body)):
-        if logp < log_floor and len(asked.decode(body[:i])) > len(healed):
+    log_floor = math.log(floor) if floor is not None else -math.inf
+    log_joint = math.log(joint) if joint is not None else -math.inf
+    logprobs, goes_on = asked.token_beliefs(body, among)
+    before = 0.0  # the log-probability of the tokens before, past the healed text
+    for i, (logp, prefix) in enumerate(zip(logprobs, goes_on, strict=True)):
+        if len(asked.decode(body[: i + 1])) <= len(healed):  # still writing what is typed
+            continue
+        if prefix < log_floor or before + prefix < log_joint:
             return body[:i]
+        if i + 1 < len(body) and (logp < log_floor or before + logp < log_joint):
+            return body[: i + 1]  # this token's text is believed, not the token itself: what follows it is not
+        before += logp
     return None

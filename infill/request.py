@@ -39,6 +39,8 @@ class Request:
     healed: str  # text before the cursor taken back from the prompt: the answer starts with it
     first: Constraint | None  # drafts: each token consistent with the healed text until it is written
     first_ids: list[int] | None  # the denoiser: the same, for its first token only
+    # how sure the model is of a token that writes the healed text is judged among these ids (`typed_word`)
+    judged_among: Constraint | None = None
 
     @property
     def line(self) -> bool:
@@ -73,7 +75,8 @@ def build_request(
     prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
     first = healing(healed, vocabulary)
     first_ids = first([]) if first is not None else None
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids)
+    among = typed_word(healed, vocabulary)
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among)
 
 
 def prompt_ids(
@@ -125,6 +128,24 @@ def healing(healed: str, vocabulary: Vocabulary) -> Constraint | None:
         return vocabulary.consistent_with(healed[len(done) :]) if len(done) < len(healed) else None
 
     return allowed
+
+
+def typed_word(healed: str, vocabulary: Vocabulary) -> Constraint | None:
+    """Where the healing constraint holds, the ids a token's probability is judged among: those that write the
+    rest of the healed text whole (` None`, ` NoneType` after ` Non`), when there are any, else all the constraint
+    allows. A token that writes only a piece of it (` No`) is another way of spelling what is typed, not a rival
+    answer: counting it would make the model look unsure of a word it knows."""
+    if not healed:
+        return None
+
+    def among(tokens: list[int]) -> list[int] | None:
+        done = vocabulary.tokenizer.decode(tokens) if tokens else ""
+        if len(done) >= len(healed):
+            return None
+        rest = healed[len(done) :]
+        return vocabulary.starting_with(rest) or vocabulary.consistent_with(rest)
+
+    return among
 
 
 def _prefix_window(text: str, offset: int, chars: int) -> str:

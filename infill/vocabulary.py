@@ -6,6 +6,7 @@ and copies stop at the ids that end a line. Scanning the vocabulary for each wou
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
@@ -21,6 +22,7 @@ class Vocabulary:
         self._texts: list[str] | None = None
         self._newline_ids: set[int] | None = None
         self._ids: dict[str, list[int]] = {}
+        self._sorted: tuple[list[str], list[int]] | None = None
 
     def texts(self) -> list[str]:
         """Each id's text ("" for the special tokens)."""
@@ -32,6 +34,24 @@ class Vocabulary:
     def starting_with(self, text: str) -> list[int]:
         """Ids whose text starts with `text`."""
         return self._cached(text, lambda t: t.startswith(text))
+
+    def extensions(self, token: int) -> list[int]:
+        """Ids whose text starts with token `token`'s text (itself included): the ways the text may go on as that
+        token's text does, whose probabilities together say how sure the model is of that text."""
+        texts, ids = self._by_text()
+        text = self.texts()[token] if 0 <= token < len(self.texts()) else ""
+        if not text:
+            return [token]
+        lo = bisect.bisect_left(texts, text)
+        hi = bisect.bisect_left(texts, text + "\U0010ffff", lo)
+        return ids[lo:hi]
+
+    def _by_text(self) -> tuple[list[str], list[int]]:
+        """The non-special ids sorted by their text (those starting with a text are then one slice)."""
+        if self._sorted is None:
+            pairs = sorted((t, i) for i, t in enumerate(self.texts()) if t)
+            self._sorted = ([t for t, _ in pairs], [i for _, i in pairs])
+        return self._sorted
 
     def consistent_with(self, rest: str) -> list[int]:
         """Ids that may start a text beginning with `rest`: those that start with it, and those that are a

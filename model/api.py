@@ -19,6 +19,7 @@ from .ngram import NgramMixer
 from .quant import QuantSpec
 from .quant_io import QuantizeOnLoad, quantization_entry
 from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
+from .speculative import Allowed, Extensions
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
@@ -238,12 +239,23 @@ class DiffusionModel:
         lines compare with the beam's drafts, which end in a stop token. `mix`: as in `ar_drafts`."""
         return [sum(row) for row in self._continuation_rows(prompt_ids, continuations, cache, end_ids, mix)]
 
-    def token_logprobs(
-        self, prompt_ids, tokens: list[int], cache: KVCache | None = None, mix: NgramMixer | None = None
-    ) -> list[float]:
-        """Each token's log-probability after the prompt and the tokens before it (encoder head): where the
-        model stops being sure of an answer."""
-        return self._continuation_rows(prompt_ids, [tokens], cache, None, mix)[0]
+    def token_beliefs(
+        self,
+        prompt_ids,
+        tokens: list[int],
+        cache: KVCache | None = None,
+        mix: NgramMixer | None = None,
+        allowed: Allowed | None = None,
+        extensions: Extensions | None = None,
+    ) -> tuple[list[float], list[float]]:
+        """(each token's log-probability after the prompt and the tokens before it, under the encoder's head: where
+        the model stops being sure of an answer; and each position's log-probability that the text goes on as
+        that token's text does: the ids `extensions(token)` together, ` None` and ` NoneType` both going on with
+        ` None`). Where `allowed` (ids, given the tokens before) names ids, a probability is among them: the word
+        being typed is given, not guessed."""
+        beliefs: list[list[float]] = []
+        logps = self._continuation_rows(prompt_ids, [tokens], cache, None, mix, allowed, extensions, beliefs)[0]
+        return logps, beliefs[0] if beliefs else list(logps)
 
     @torch.inference_mode()
     def _continuation_rows(
@@ -253,11 +265,15 @@ class DiffusionModel:
         cache: KVCache | None,
         end_ids: Collection[int] | None,
         mix: NgramMixer | None = None,
+        allowed: Allowed | None = None,
+        extensions: Extensions | None = None,
+        prefix_rows: list[list[float]] | None = None,
     ) -> list[list[float]]:
         """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
         Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
         the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
-        of the prompt's cached keys/values; the cache is left holding the prompt."""
+        of the prompt's cached keys/values; the cache is left holding the prompt. With `extensions`, each row's
+        prefix beliefs (DiffusionModel.token_beliefs) are appended to `prefix_rows`."""
         rows: list[list[float]] = [[] for _ in continuations]
         asked = [i for i, tokens in enumerate(continuations) if tokens]
         if not asked:
@@ -290,12 +306,33 @@ class DiffusionModel:
                 row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
             else:  # each token's mixed probability alone (NgramMixer.mix_at)
                 row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
+            norms = [0.0] * len(tokens)
+            if allowed is not None:
+                norms = [
+                    self._mass(_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)
+                ]
+                row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
+            if prefix_rows is not None and extensions is not None:
+                prefix_rows.append(
+                    [self._mass(extensions(t), logp[j], tokens[:j], mix) - norms[j] for j, t in enumerate(tokens)]
+                )
             if ends is not None:
                 end = logp[len(tokens)]
                 end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
                 row.append(float(torch.logsumexp(end, 0)))
             rows[i] = row
         return rows
+
+    @staticmethod
+    def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix: NgramMixer | None) -> float:
+        """log P(one of `ids` next) for a row of log-probabilities (0 when `ids` is None: anything is)."""
+        if ids is None:
+            return 0.0
+        keep = torch.as_tensor(list(ids), dtype=torch.long, device=logp.device)
+        if not len(keep):
+            return 0.0
+        mixed = logp.index_select(0, keep) if mix is None else mix.mix_at(before, logp, keep)
+        return float(torch.logsumexp(mixed, 0))
 
     @torch.inference_mode()
     def prefill(self, prompt_ids, cache: KVCache) -> int:
@@ -368,6 +405,13 @@ class DiffusionModel:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
         return self.net.encode(prompt, self.net.new_cache())[0]
+
+
+def _with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
+    """`ids` with `token` among them (None stays None: no constraint)."""
+    if ids is None or token in ids:
+        return ids
+    return [*ids, token]
 
 
 def _first_only(ids: Sequence[int]) -> Callable[[list[int]], Sequence[int] | None]:

@@ -29,17 +29,26 @@ from .sampler import SamplerConfig, denoise_canvas
 # A draft constraint: the ids the next token may take after the tokens so far (None: any). Token healing
 # holds an answer to the text taken back from the prompt until it is written.
 Allowed = Callable[[list[int]], Sequence[int] | None]
+Extensions = Callable[[int], Sequence[int]]  # a token -> the ids whose text starts with its text
 
 
 @dataclass
 class Speculation:
     tokens: list[int]  # the committed answer, its stop token included when one was reached
     score: float  # summed log-probability of `tokens` under the encoder's head (mixed and constrained)
-    logprobs: list[float] = field(default_factory=list)  # each token's share of `score`
+    # each token's log-probability; where `allowed` constrained it, among the allowed tokens (`score` is not)
+    logprobs: list[float] = field(default_factory=list)
+    # each token's log-probability that the text goes on as its text does (`extensions`), on the same footing
+    prefix_logprobs: list[float] = field(default_factory=list)
     passes: int = 0  # sequential model passes: decoder drafts plus encoder verifications
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
     looked_up: list[int] = field(default_factory=list)  # the same, per draft from the n-gram evidence
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
+
+
+def _mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
+    """log of the probability of any of `ids` in a row of log-probabilities."""
+    return float(torch.logsumexp(logp.index_select(0, torch.as_tensor(list(ids), device=logp.device)), 0))
 
 
 def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
@@ -82,11 +91,16 @@ class Speculator:
         allowed: Allowed | None = None,
         mix: NgramMixer | None = None,
         keep_going: Callable[[int], bool] | None = None,
+        extensions: Extensions | None = None,
+        among: Allowed | None = None,
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
         `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
         before each round after the first with the passes it would make (a decoder draft and the verification,
-        or the verification alone); when it says no, the tokens verified so far come back (`finished` False)."""
+        or the verification alone); when it says no, the tokens verified so far come back (`finished` False).
+        `extensions(token)`: the ids whose text starts with that token's, for `Speculation.prefix_logprobs`
+        (without it, each token's own log-probability); `among(tokens)`: where `allowed` holds, the ids the
+        logprobs are judged among (default: the allowed ones)."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -125,15 +139,24 @@ class Speculator:
             for i, row in enumerate(logp):  # row i predicts the token after `pending` and draft[:i]
                 if mix is not None:
                     row = mix.mix(out, row)
-                if allowed is not None:
-                    row = _restrict(row, allowed(out))
+                limit = allowed(out) if allowed is not None else None
+                free, row = row, _restrict(row, limit)
                 if not bool(torch.isfinite(row).any()):  # nothing allowed: the answer ends here
                     done = True
                     break
                 token = int(row.argmax())
                 out.append(token)
-                result.logprobs.append(float(row[token]))
-                result.score += result.logprobs[-1]
+                result.score += float(row[token])
+                # among the allowed tokens where a constraint holds: the typed word is given, not guessed
+                judged = among(out[:-1]) if among is not None and limit is not None else None
+                if judged and token in judged:
+                    norm = _mass(row, judged)
+                else:
+                    norm = float(torch.logsumexp(row, 0)) if limit is not None else 0.0
+                result.logprobs.append(float(row[token]) - norm)
+                result.prefix_logprobs.append(
+                    _mass(free, extensions(token)) - norm if extensions else result.logprobs[-1]
+                )
                 done = token in stop_ids or len(out) >= max_tokens
                 matched = i < len(draft) and token == draft[i]
                 taken += matched

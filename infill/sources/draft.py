@@ -40,7 +40,7 @@ def draft(asked: PromptedModel, request: Request, canvas: int, beam: int, names:
     as much, and the draft goes on after it."""
     stop = asked.vocabulary.line_stops() if request.line else {EOS}
     k = beam if request.line else 1
-    ids, score = asked.best_draft(canvas - 1, stop, request.first, k)
+    ids, score = asked.best_draft(canvas - 1, stop, request.first, k, among=request.judged_among)
     if names is not None:
         head = preferred_name(asked, ids, names)
         if head is not None and len(head) < canvas - 1:

@@ -26,6 +26,11 @@ def tiny_engine() -> CompletionEngine:
     return CompletionEngine(model, tok, options(steps=4))
 
 
+def twice(logps: list[float]) -> tuple[list[float], list[float]]:
+    """A double's token beliefs (DiffusionModel.token_beliefs): each prefix is believed as its token is."""
+    return list(logps), list(logps)
+
+
 class FakeModel:
     """A model double for the engine's choices: tests give the drafts and scores; the denoiser keeps the draft
     and the encoder is sure of every token of an answer."""
@@ -39,5 +44,5 @@ class FakeModel:
     def generate(self, prompt, init=None, **kw):
         return [t for t in init if t > 1]  # the draft as the answer
 
-    def token_logprobs(self, prompt, tokens, cache=None, mix=None):
-        return [0.0] * len(tokens)
+    def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
+        return twice([0.0] * len(tokens))

@@ -1,7 +1,7 @@
 """The engine end to end on a small random model: offsets, cache reuse, answers cut at doubt, token healing; the
 stages one by one are tested beside their modules (test_request, sources/, around/, test_ranking)."""
 
-from engine_doubles import CODE, FakeModel, options
+from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
 from diffill.infill.document import SyntaxDocument
@@ -54,7 +54,7 @@ def test_healed_answer_does_not_repeat_the_typed_text():
 
     eng = CompletionEngine(Writer(), tok, options(steps=2))
     text = "value = call( arg\n"
-    doc = SyntaxDocument(text, "python")
+    doc = SyntaxDocument(text, None)  # (no language: the names filter would judge the vocabulary's longest word)
     out = eng.complete(doc, text.index("\n"))
     at = text.index("\n")
     healed = prompt_ids(text, at, at, eng.vocabulary, eng.options.prompt, heal=True)[1]
@@ -89,9 +89,9 @@ def test_a_completion_runs_its_stages_in_order():
             calls.append(("denoise", id(cache)))
             return super().generate(prompt, init=init)
 
-        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             calls.append(("doubt", id(cache)))
-            return [0.0] * len(tokens)
+            return twice([0.0] * len(tokens))
 
     eng = CompletionEngine(Recorder(net), tok, options(steps=2, draft="ar", token_healing=False, min_confidence=0.3))
     text = "def f(x):\n    value = compute_total(x)\n\ndef g(x):\n    value = compute_\n"

@@ -5,6 +5,7 @@ import pytest
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
+from diffill.infill.filters.names_in_scope import names_in_scope
 from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
@@ -60,7 +61,11 @@ def test_postprocess_golden(cursor_doc, language, src, raw, expected, expected_r
 
 
 def test_filter_order():
-    assert FILTERS == (stop_at_span, drop_repetition, normalize_indentation, drop_suffix_overlap, syntax_guard)
+    """The order the module docstring gives: the span first, repetition before indentation, indentation before the
+    comparison with the next lines, names on what is left, syntax last."""
+    at = {f: i for i, f in enumerate(FILTERS)}
+    assert at[stop_at_span] == 0 and at[syntax_guard] == len(FILTERS) - 1
+    assert at[drop_repetition] < at[normalize_indentation] < at[drop_suffix_overlap] < at[names_in_scope]
 
 
 def test_edit_converts_to_lsp_range(cursor_doc):

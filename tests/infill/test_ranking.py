@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 import pytest
-from engine_doubles import CODE, FakeModel, options
+from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
 from diffill.infill import ranking
@@ -31,21 +31,54 @@ def test_the_doubt_floor_depends_on_where_the_answer_comes_from():
     assert ranking.doubt_floor("model", True, RankOptions(), copies) is None  # min_confidence 0 cuts nothing
 
 
-def test_the_cut_keeps_a_token_past_the_healed_text_and_stops_at_eos():
+def test_the_answer_floor_depends_on_where_the_answer_comes_from():
+    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
+    copies = CopyOptions(copy_answer_confidence=0.4, next_line_confidence=0.1)
+    assert ranking.answer_floor("model", rank, copies) == 0.6
+    assert ranking.answer_floor("copy", rank, copies) == 0.4
+    assert ranking.answer_floor("next line", rank, copies) == 0.1
+    assert ranking.answer_floor("model", RankOptions(answer_confidence=0.6), copies) is None  # min_confidence 0: off
+    assert ranking.answer_floor("copy", rank, CopyOptions(copy_answer_confidence=0.0)) is None
+
+
+def _asked(decode: dict[int, str], logps: list[float], prefix: list[float] | None = None, judged=None):
+    def token_beliefs(ids, first=None):
+        if judged is not None:
+            judged.append(ids)
+        return logps[: len(ids)], (prefix if prefix is not None else logps)[: len(ids)]
+
+    return SimpleNamespace(token_beliefs=token_beliefs, decode=lambda ids: "".join(decode[i] for i in ids))
+
+
+def test_the_cut_judges_the_tokens_past_the_healed_text_and_stops_at_eos():
     decode = {20: " ar", 21: "g", 22: ")", EOS: ""}
     judged = []
-
-    def token_logprobs(ids):
-        judged.append(ids)
-        return [-9.0] * len(ids)
-
-    asked = SimpleNamespace(token_logprobs=token_logprobs, decode=lambda ids: "".join(decode[i] for i in ids))
-    assert ranking.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5) == [20, 21]  # ` ar` is typed: `g` stays
+    asked = _asked(decode, [-9.0, -0.1, -9.0, 0.0], judged=judged)
+    assert ranking.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5) == [20, 21]  # ` ar` is typed: `)` doubted
     assert judged == [[20, 21, 22]]  # up to EOS
-    assert ranking.cut_at_doubt(asked, [20, 21], "", 0.5) == [20]
-    assert ranking.cut_at_doubt(asked, [20, 21], "", None) is None
-    sure = SimpleNamespace(token_logprobs=lambda ids: [0.0] * len(ids), decode=asked.decode)
+    doubted = _asked(decode, [-9.0, -9.0])
+    assert ranking.cut_at_doubt(doubted, [20, 21], "", 0.5) == []  # the first token is doubted: no answer
+    assert ranking.cut_at_doubt(doubted, [20, 21], "", None) is None
+    sure = _asked(decode, [0.0] * 3)
     assert ranking.cut_at_doubt(sure, [20, 21, 22], "", 0.5) is None
+
+
+def test_all_the_tokens_together_must_be_believed():
+    decode = {20: "a", 21: "b", 22: "c", 23: "d"}
+    asked = _asked(decode, [-0.2, -0.2, -0.2, -0.2])  # each p = 0.82, together 0.82 ** n
+    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.6) == [20, 21]  # 0.67, then 0.55
+    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.4) is None  # 0.45 > 0.4
+    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", None, joint=0.9) == []
+
+
+def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
+    """` None` may be doubted against ` NoneType` while the text surely goes on with ` None`: that start is
+    shown, what follows the doubted token is not."""
+    decode = {20: " None", 21: ")", 22: ":"}
+    asked = _asked(decode, [-1.2, -0.01, -0.01], prefix=[-0.05, -0.01, -0.01])
+    assert ranking.cut_at_doubt(asked, [20, 21, 22], "", 0.5) == [20]
+    assert ranking.cut_at_doubt(asked, [20], "", 0.5) is None  # alone, the start is the whole answer
+    assert ranking.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5) == []
 
 
 @pytest.mark.parametrize(
@@ -54,7 +87,7 @@ def test_the_cut_keeps_a_token_past_the_healed_text_and_stops_at_eos():
         (3, 0.1, 3),  # cut before the doubtful fourth token (p = e^-5 < 0.1)
         (3, 0.001, None),  # e^-5 is above this floor: whole
         (None, 0.5, None),  # sure all along (p = e^-0.1): whole
-        (0, 0.1, 1),  # never before the first token
+        (0, 0.1, 0),  # the first token doubted: no answer
         (3, 0.0, None),  # off
     ],
 )
@@ -73,19 +106,24 @@ def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floo
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(answer + tok.encode("\n"), -1.0)]
 
-        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             assert tokens == answer  # the answer without its end
-            return logps
+            return twice(logps)
 
         def generate(self, prompt, init=None, min_confidence=None, **kw):
             assert min_confidence == 0.0
             return super().generate(prompt, init=init)
 
-    knobs = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, min_confidence=floor)
+    knobs = options(
+        steps=2, draft="ar", token_healing=False, symbol_prior=None, min_confidence=floor, answer_confidence=0.0
+    )
     eng = CompletionEngine(Drafter(net), tok, knobs)
-    text = "def f(x):\n    return \n"
+    text = "from totals import total\n\n\ndef f(x):\n    return \n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
-    assert out is not None and out.text == tok.decode(answer[:kept])
+    if kept == 0:
+        assert out is None
+    else:
+        assert out is not None and out.text == tok.decode(answer[:kept])
 
 
 @pytest.mark.parametrize("floor, expected", [(0.35, "Logger"), (0.0, "Logger(__name__)")])
@@ -103,12 +141,14 @@ def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
         def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-1.0 for _ in continuations]
 
-        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             judged.append(tok.decode(tokens))
             sure = len(tok.encode("Logger"))
-            return [0.0] * sure + [-2.0] * (len(tokens) - sure)  # unsure from `(` on
+            return twice([0.0] * sure + [-2.0] * (len(tokens) - sure))  # unsure from `(` on
 
-    knobs = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None, copy_min_confidence=floor)
+    knobs = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None, copy_min_confidence=floor) | dict(
+        copy_answer_confidence=floor
+    )  # the copy judged whole, by the same floor
     eng = CompletionEngine(Drafter(net), tok, options(min_confidence=0.6, **knobs))
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)

@@ -4,7 +4,7 @@ import pytest
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.options import PromptOptions
-from diffill.infill.request import _suffix_ids, build_request, healing, is_known_tail, prompt_ids
+from diffill.infill.request import _suffix_ids, build_request, healing, is_known_tail, prompt_ids, typed_word
 
 PROMPT = PromptOptions()
 
@@ -115,6 +115,29 @@ def test_healing_constraint_holds_each_token_to_the_healed_text(engine):
     prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
     drafts = engine.model.ar_drafts(prompt, 8, vocab.line_stops(), None, healing(healed, vocab), k=3)
     assert drafts and all(tok.decode(ids).startswith(healed) for ids, _ in drafts)
+
+
+def test_a_typed_word_is_judged_among_the_tokens_that_write_it_whole(engine):
+    """typed_word: after a piece of a word, the ids a first token's belief is judged among write that piece whole
+    (those that write a start of it are other spellings, not rivals), or all the healing constraint allows when no
+    token does; once it is written, nothing constrains."""
+    tok, vocab = engine.tokenizer, engine.vocabulary
+    word = vocab.texts()[tok.encode(" return")[-1]]
+    piece = word[:-1]
+    among = typed_word(piece, vocab)
+    assert among([]) == vocab.starting_with(piece) and all(vocab.texts()[i].startswith(piece) for i in among([]))
+    assert set(among([])) < set(healing(piece, vocab)([]))  # fewer: no start of the piece
+    assert among(tok.encode(word)) is None and typed_word("", vocab) is None
+    odd = " zqxj"  # no token writes it whole
+    assert not vocab.starting_with(odd) and typed_word(odd, vocab)([]) == healing(odd, vocab)([])
+
+
+def test_the_vocabulary_names_the_tokens_that_go_on_as_a_token_does(engine):
+    tok, vocab = engine.tokenizer, engine.vocabulary
+    for token in tok.encode("def value(argument): return argument"):
+        text = vocab.texts()[token]
+        assert sorted(vocab.extensions(token)) == sorted(vocab.starting_with(text))
+        assert token in vocab.extensions(token)
 
 
 def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine):

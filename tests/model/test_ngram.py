@@ -75,7 +75,7 @@ def test_rows_are_mixed_after_the_tokens_before_them_and_after_extends_the_tail(
 
 def test_the_mixed_scores_reach_the_beam_and_the_scorers():
     """ar_drafts with a mixer: a continuation the code around repeats outscores what the random model prefers;
-    token_logprobs and continuation_logprobs score it with the same mixed probabilities."""
+    token_beliefs and continuation_logprobs score it with the same mixed probabilities."""
     model = random_model(tiny_config(vocab_size=V), seed=0, eos=[1])
     prompt = [2, 10, 11, 12]
     target = [20, 21, 22]
@@ -83,10 +83,10 @@ def test_the_mixed_scores_reach_the_beam_and_the_scorers():
     mixer = NgramMixer([TokenIndex([[11, 12, *target] * 5], V)], tail=prompt, weight=0.9, per_order=0.0)
     mixed, score = model.ar_drafts(prompt, 3, {1}, k=2, mix=mixer)[0]
     assert mixed == target
-    rows = model.token_logprobs(prompt, mixed, mix=mixer)
+    rows = model.token_beliefs(prompt, mixed, mix=mixer)[0]
     assert all(r > math.log(0.85) for r in rows)  # the cache is sure of each of them
     assert score == pytest.approx(sum(rows), abs=1e-4)
-    assert np.all(np.array(model.token_logprobs(prompt, mixed)) < math.log(0.85))  # the model alone is not
+    assert np.all(np.array(model.token_beliefs(prompt, mixed)[0]) < math.log(0.85))  # the model alone is not
     assert model.continuation_logprobs(prompt, [mixed], mix=mixer)[0] == pytest.approx(score, abs=1e-4)
 
 

@@ -56,6 +56,28 @@ def test_stop_ids_constraints_and_evidence_mixing_match_the_greedy_draft(model):
     assert got.tokens == want and got.score == pytest.approx(score, abs=1e-4)
 
 
+def test_beliefs_are_judged_among_the_allowed_tokens_and_count_the_texts_that_go_on_alike(model):
+    """Where a constraint holds (token healing), a token's log-probability is among the allowed (or the `among`)
+    ids; its prefix belief counts every id `extensions` names. The verified beliefs are the ones token_beliefs
+    computes for the same tokens, and the score stays the plain sum."""
+    spec = Speculator(model.net, canvas=6)
+    prompt = PROMPTS[1]
+    allowed = lambda tokens: [50, 51, 52] if not tokens else None
+    among = lambda tokens: [50, 51] if not tokens else None
+    ext = lambda token: [token, 60] if token != 60 else [60]
+    got = spec.greedy(prompt, 5, set(), allowed=allowed, extensions=ext)
+    base = _greedy(model, prompt, 5, set(), allowed=allowed)
+    assert got.tokens == base[0] and got.score == pytest.approx(base[1], abs=1e-4)
+    logps, prefix = model.token_beliefs(prompt, got.tokens, allowed=allowed, extensions=ext)
+    assert got.logprobs == pytest.approx(logps, abs=1e-4) and got.prefix_logprobs == pytest.approx(prefix, abs=1e-4)
+    assert got.logprobs[0] > got.score - sum(got.logprobs[1:])  # among 3 ids: likelier than among all
+    assert all(p >= lp - 1e-6 for p, lp in zip(prefix, logps, strict=True))  # more texts go on alike
+    assert all(p <= 1e-6 for p in prefix)
+    if got.tokens[0] in (50, 51):
+        narrower = spec.greedy(prompt, 5, set(), allowed=allowed, among=among)
+        assert narrower.tokens == got.tokens and narrower.logprobs[0] >= got.logprobs[0] - 1e-6
+
+
 def test_a_decoder_that_drafts_the_answer_commits_a_canvas_in_two_passes(model, monkeypatch):
     prompt = PROMPTS[0]
     want = _greedy(model, prompt, 15, set())[0]

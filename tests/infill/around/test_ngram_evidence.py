@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from engine_doubles import CODE, FakeModel, options
+from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
 from diffill.infill.around import ngram_evidence
@@ -126,9 +126,9 @@ def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_
             seen.append(("copies", mix))
             return [-2.0 for _ in continuations]
 
-        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             seen.append(("doubt", mix))
-            return [0.0] * len(tokens)
+            return twice([0.0] * len(tokens))
 
     (tmp_path / "beside.py").write_text("total = compute_total(numbers)\n")
     here = tmp_path / "here.py"
@@ -165,9 +165,9 @@ def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(
             seen.append(mix)
             return [(tok.encode("other(x)\n"), -1.0)]
 
-        def token_logprobs(self, prompt, tokens, cache=None, mix=None):
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             seen.append(mix)
-            return [0.0] * len(tokens)
+            return twice([0.0] * len(tokens))
 
     memory = CorpusMemory(np.array(tok.encode("value = compute(items)\n") * 3, dtype=np.uint16), tok.vocab_size)
     knobs = options(

@@ -222,7 +222,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
             return [t for t in init if t > 1]
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", token_healing=False, symbol_prior=None))
-    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g(x):\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     assert out is not None and out.text == expected
     assert out.source == ("model" if expected == "Handler(x)" else "copy")
@@ -250,7 +250,7 @@ def test_copies_are_not_scored_when_the_time_left_does_not_afford_it():
             scored.append(continuations)
             return [-1.0 for _ in continuations]
 
-    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
+    text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g(x):\n    logger = logging.get\n"
     offset = text.index("get\n") + 3
     for budget, want in ((None, "Logger(__name__)"), (60.0, "Handler(x)")):
         knobs = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, latency_budget_ms=budget)
@@ -285,9 +285,7 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contes
 
     knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None, next_line_contest=contest)
     eng = CompletionEngine(Drafter(net), tok, knobs)
-    text = (
-        "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n    \n"
-    )
+    text = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g(host):\n    client = make_client()\n    \n"
     offset = text.rindex("    \n") + 4
     out = eng.complete(SyntaxDocument(text, "python"), offset)
     assert line_beams == ([3] if contest else [])  # the model's own best line came from the beam
@@ -311,7 +309,8 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
             return [-50.0 for _ in continuations]  # far less likely than the draft: a copy wins all the same
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", symbol_prior=None, token_healing=False))
-    head = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g():\n    client = make_client()\n"
+    head = "from prose import prose\n\n\ndef f():\n    client = make_client()\n    client.connect(host)\n\n\ndef g(host):\n"
+    head += "    client = make_client()\n"
     out = eng.complete(SyntaxDocument(head + "    cli\n", "python"), len(head) + 7)
     assert out is not None and out.text == "ent.connect(host)" and drafted == [] and out.source == "next line"
     out = eng.complete(SyntaxDocument(head + "    pr\n", "python"), len(head) + 6)
@@ -336,7 +335,7 @@ def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, 
 
     knobs = options(steps=2, draft="ar", symbol_prior=None, token_healing=False, copy_hedge=hedge)
     eng = CompletionEngine(Drafter(net), tok, knobs)
-    text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h():\n    self.assert\n"
+    text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h(y):\n    self.assert\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.rindex("assert") + 6)
     assert out is not None and out.text == expected and out.source == "copy"
 

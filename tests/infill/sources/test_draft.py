@@ -63,7 +63,7 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
 
     knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None, token_healing=False)
     eng = CompletionEngine(Drafter(net), tok, knobs)
-    text = "def f(x):\n    return \n"
+    text = "from totals import total\n\n\ndef f(x):\n    return \n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
     assert out is not None and out.text == "total(x)" and asked == [3]
     text = "def f(x):\n    y = 1\n    \n"

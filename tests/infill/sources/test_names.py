@@ -44,7 +44,7 @@ def test_known_names_extending_the_typed_word(engine):
 def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(own_lead, expected):
     """The draft's word (`compress`) against the file's `compute_total`: the known name wins while the model's
     own word leads by less than symbol_prior nats; the draft then continues after the chosen name."""
-    tok = CodeTokenizer.train(CODE + ["total = compute_total(x)\ny = compress(x)\n"] * 40, vocab_size=300)
+    tok = CodeTokenizer.train(CODE + ["total = m.compute_total(x)\ny = m.compress(x)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
     class Drafter(FakeModel):
@@ -56,7 +56,7 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
             return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", token_healing=False, copy_prior=None))
-    text = "total = compute_total(x)\ny = comp\n"
+    text = "total = m.compute_total(x)\ny = m.comp\n"
     offset = text.index("comp\n") + 4
     drafts = []
     out = eng.complete(SyntaxDocument(text, "python"), offset)

@@ -1,0 +1,83 @@
+"""Rule under test: an answer is cut before the first bare name that nothing in scope defines (the enclosing
+function, the code outside functions, builtins, what the answer binds); attributes, prose and the word still
+being typed are not judged."""
+
+import dataclasses
+
+import pytest
+
+from diffill.infill.filters.names_in_scope import names_in_scope
+
+METHOD = """import os
+
+from .utils import get_netrc_auth
+
+
+class Session:
+    def request(self, method, url):
+        return self.send(method, url)
+
+    def rebuild_auth(self, prepared, response):
+        headers = prepared.headers
+        <CURSOR>
+"""
+
+# (document with cursor, raw answer, expected text)
+CASES = [
+    # `url` is a parameter of another method, not of this one: cut before it
+    (METHOD, "new_auth = get_netrc_auth(url)", "new_auth = get_netrc_auth("),
+    # names the method, the module, builtins or the answer itself define are kept
+    (METHOD, "headers = dict(prepared.headers)", "headers = dict(prepared.headers)"),
+    (METHOD, "path = os.path.join(response.url, 'x')", "path = os.path.join(response.url, 'x')"),
+    (METHOD, "for key, value in headers.items():", "for key, value in headers.items():"),
+    (METHOD, "total = sum(len(v) for v in headers)", "total = sum(len(v) for v in headers)"),
+    (METHOD, "return Session(timeout=3)", "return Session(timeout=3)"),
+    (METHOD, "with open(prepared.url) as fh:", "with open(prepared.url) as fh:"),
+    (METHOD, "with open(path) as fh:", "with open("),
+    # words in strings and comments are prose
+    (METHOD, 'raise ValueError("no url here")  # see url', 'raise ValueError("no url here")  # see url'),
+    # an attribute is not judged, its owner is
+    (METHOD, "response.raw.url", "response.raw.url"),
+    (METHOD, "proxies.url", ""),
+    # a finished word at the end of the line is judged
+    ("def f(a):\n    return a + <CURSOR>\n", "undefined_name", ""),
+    # completing the typed word into a name nothing defines: nothing is left
+    ("def f(alpha):\n    return al<CURSOR>\n", "phab", ""),
+    ("def f(alpha):\n    return al<CURSOR>\n", "pha", "pha"),
+    # module level sees the whole module
+    ("import sys\n\nfrom_env = 1\n<CURSOR>\n", "print(sys.argv, from_env)", "print(sys.argv, from_env)"),
+    ("x = 1\n<CURSOR>\n", "print(y)", "print("),
+    # a star import may define anything: not judged
+    ("from os.path import *\n\ndef f():\n    return <CURSOR>\n", "joined(a)", "joined(a)"),
+    # the line before the cursor binds, quotes and dots too
+    ("def f(loop):\n    debug = loop.get_debu<CURSOR>\n", "g()", "g()"),
+    ("class A:\n    def _call_connectio<CURSOR>\n", "n_lost(self, exc):", "n_lost(self, exc):"),
+    ("from email import encoder<CURSOR>\n", "s", "s"),
+    ("from typing import Any,<CURSOR>\n", " BinaryIO", " BinaryIO"),
+    ("def f(log):\n    log.warning('socket.send() raised<CURSOR>\n", " exception.')", " exception.')"),
+    ("from<CURSOR>\n", " attr.validators import in_", " attr.validators import in_"),
+    # a new name alone on its line: what binds it may follow
+    ("X = 1\nWRAP<CURSOR>\n", "PED", "PED"),
+    ("X = 1\nWRAP<CURSOR>\n", "PED + 1", ""),
+    # typing inside a string: prose
+    ('def f():\n    return "see <CURSOR>"\n', "the url", "the url"),
+]
+
+
+@pytest.mark.parametrize(("src", "raw", "expected"), CASES)
+def test_names_in_scope_golden(candidate, src, raw, expected):
+    assert names_in_scope(candidate("python", src, raw, True)).text == expected
+
+
+def test_the_word_an_answer_was_cut_in_is_not_judged(candidate):
+    """An answer cut short mid-word (`Candidate.whole` goes on with word characters) ends in a word still being
+    written: only the finished words before it are judged."""
+    c = candidate("python", "def f(a):\n    return a + <CURSOR>\n", "undefined_na")
+    assert names_in_scope(dataclasses.replace(c, whole="undefined_name")).text == "undefined_na"
+    c = candidate("python", "def f(a):\n    return a + <CURSOR>\n", "b + undefined_na")
+    assert names_in_scope(dataclasses.replace(c, whole="b + undefined_name")).text == ""
+
+
+def test_other_languages_are_not_judged(candidate):
+    c = candidate("javascript", "function f(a) {\n  return <CURSOR>\n}\n", "b + c;")
+    assert names_in_scope(c).text == "b + c;"
