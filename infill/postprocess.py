@@ -2,13 +2,15 @@
 
 Order matters: cut at the span first (later filters should not see text past the construct), drop repetition
 before re-indenting (cheaper, and it compares what the model wrote), normalise indentation before comparing with
-the document's next lines, judge the names it uses on what is left, and check syntax last, on the final text.
+the document's next lines, judge the names it uses on what is left, close
+no bracket short, and check syntax last, on the final text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from diffill.infill.filters.balanced_brackets import keep_brackets_balanced
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
 from diffill.infill.filters.names_in_scope import names_in_scope
@@ -25,6 +27,7 @@ FILTERS: tuple[Filter, ...] = (
     normalize_indentation,
     drop_suffix_overlap,
     names_in_scope,
+    keep_brackets_balanced,
     syntax_guard,
 )
 

@@ -24,7 +24,17 @@ TAP = Path(__file__).with_name("lsp_tap.py")
 INSTALL_HINT = "install it with `bash editors/install.sh`"
 
 # Python prompts tried in order; the tests use the first one for which the model proposes something
-PROMPTS = ["import numpy as ", "def add(a, b):\n    return ", "for i in range("]
+PROMPTS = [
+    "import numpy as ",
+    "def total(values):\n    result = 0\n    for value in values:\n        result += value\n    return ",
+    "def add(a, b):\n    return ",
+    "for i in range(",
+]
+# A word typed mid-line after `self.`: the completion item must start at the word (`tot`) for popups to keep it
+MID_WORD = (
+    "class Counter:\n    def __init__(self):\n        self.total_count = 0\n\n"
+    "    def add(self, n):\n        self.total_count += n\n        return self.tot"
+)
 SERVER_READY_TIMEOUT = float(os.environ.get("DIFFILL_E2E_READY_TIMEOUT", "120"))
 
 

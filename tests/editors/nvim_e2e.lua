@@ -47,11 +47,23 @@ local function poll(pred, interval, k)
   vim.defer_fn(function() poll(pred, interval, k) end, interval)
 end
 
+-- $DIFFILL_E2E_EARLY: type as soon as the server has answered `initialize`, while the model still loads; the
+-- request made then must be answered once the model is ready, with no other key pressed.
+local early = os.getenv('DIFFILL_E2E_EARLY') == '1'
+result.progress = {}
+vim.api.nvim_create_autocmd('LspProgress', {
+  callback = function(ev)
+    local value = ev.data and ev.data.params and ev.data.params.value
+    if value then table.insert(result.progress, value.kind) end
+  end,
+})
+
 poll(function()
   local c = vim.lsp.get_clients({ name = 'diffill', bufnr = buf })[1]
-  return c and c.initialized and vim.uv.fs_stat(ready_path) and c
+  return c and c.initialized and (early or vim.uv.fs_stat(ready_path)) and c
 end, 50, function(client)
-  step('server ready')
+  result.typed_before_ready = vim.uv.fs_stat(ready_path) == nil
+  step(early and 'server initialized' or 'server ready')
   result.inline_enabled = vim.lsp.inline_completion.is_enabled({ bufnr = buf })
   result.offset_encoding = client.offset_encoding
   -- cursor on the last non-empty line, append there: InsertEnter makes the automatic request

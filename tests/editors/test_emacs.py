@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from editor_support import (
     EDITORS_DIR,
+    MID_WORD,
     ROOT,
     LspLog,
     check_proposal,
@@ -144,11 +145,12 @@ EGLOT_SCRIPT = r"""
 """
 
 
-def test_emacs_eglot_completion_at_point(tmp_path, request):
+def complete_with_eglot(tmp_path, direct, document: str) -> None:
+    """Eglot in batch Emacs: open `document` without its last character, type it, `completion-at-point` (one
+    candidate: it is inserted, its textEdit applied), save: the buffer and the file must be the proposal applied."""
     emacs = emacs_bin()
-    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
-    path.write_text(prompt[:-1] + "\n")
+    path.write_text(document[:-1] + "\n")
     script = tmp_path / "eglot_e2e.el"
     script.write_text(EGLOT_SCRIPT)
     log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
@@ -159,7 +161,7 @@ def test_emacs_eglot_completion_at_point(tmp_path, request):
         DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
         DIFFILL_E2E_FILE=str(path),
         DIFFILL_E2E_READY=str(ready),
-        DIFFILL_E2E_LAST=prompt[-1],
+        DIFFILL_E2E_LAST=document[-1],
         HOME=str(tmp_path),
     )
     proc = subprocess.run(
@@ -169,8 +171,18 @@ def test_emacs_eglot_completion_at_point(tmp_path, request):
     diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-3000:]}\nlsp: {LspLog(log).methods()}"
     assert proc.returncode == 0, diag
     completed = next(e for e in lines if e.get("event") == "completed")
-    p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
-    assert completed["before"] == prompt + "\n"
+    p = proposal_for(LspLog(log), "textDocument/completion", document + "\n")
+    assert completed["before"] == document + "\n"
     assert completed["after"] == p.applied(), (completed, p)
     assert path.read_text() == p.applied()
     check_proposal(direct, p)
+
+
+def test_emacs_eglot_completion_at_point(tmp_path, request):
+    complete_with_eglot(tmp_path, request.getfixturevalue("direct"), request.getfixturevalue("prompt"))
+
+
+def test_emacs_eglot_accepts_an_item_typed_mid_word(tmp_path, request):
+    """After `self.tot`, completion-at-point filters candidates by the word at point: diffill's item starts with
+    it and replaces it from its start, so the name is written once."""
+    complete_with_eglot(tmp_path, request.getfixturevalue("direct"), MID_WORD)

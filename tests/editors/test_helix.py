@@ -7,6 +7,7 @@ import re
 import time
 
 from editor_support import (
+    MID_WORD,
     ROOT,
     LspLog,
     check_proposal,
@@ -39,11 +40,15 @@ def helix_languages(command: list[str], settings: dict) -> str:
     return text
 
 
-def test_helix_completion_accepted_and_saved(tmp_path, request):
+def accept_in_helix(tmp_path, direct, document: str, early: bool = False) -> None:
+    """Open `document` without its last character, type that character at its end (Helix asks for completions
+    after a trigger character, or after two characters of a word), wait for diffill's item in the popup, select
+    it (C-n), accept it (Enter) and save (:wq): the file must be the proposal applied. `early`: the character is
+    typed once the server has answered `initialize`, while the model still loads: the one request Helix makes
+    then must bring the popup once the model is ready, with no other key."""
     hx = require_editor("hx", "Helix")
-    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
-    path.write_text(prompt[:-1] + "\n")
+    path.write_text(document[:-1] + "\n")
     log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
     cfg = tmp_path / "cfg" / "helix"
     cfg.mkdir(parents=True)
@@ -58,12 +63,16 @@ def test_helix_completion_accepted_and_saved(tmp_path, request):
     tm = Tmux("hx", [hx, "-v", "--log", str(tmp_path / "hx.log"), str(path)], tmp_path, env, width=120, height=20)
     screen = ""
     try:
-        wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
+        if early:
+            wait_for(lambda: "initialized" in LspLog(log).methods(), 60, what="the server initialized")
+        else:
+            wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
         tm.keys("g", "e")
         tm.keys("A")
-        tm.keys(prompt[-1], literal=True)  # a trigger character ("(" or " "): Helix asks for completions
+        tm.keys(document[-1], literal=True)
+        typed_before_ready = not ready.exists()
         proposal = wait_for(
-            lambda: [p for p in LspLog(log).proposals("textDocument/completion") if p.document == prompt + "\n"],
+            lambda: [p for p in LspLog(log).proposals("textDocument/completion") if p.document == document + "\n"],
             60,
             what=f"a completion answer; screen:\n{tm.screen()}",
         )[-1]
@@ -84,6 +93,21 @@ def test_helix_completion_accepted_and_saved(tmp_path, request):
         tm.close()
     time.sleep(0.2)
     diag = f"screen at popup:\n{screen}\nlsp: {LspLog(log).methods()}"
-    p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
+    p = proposal_for(LspLog(log), "textDocument/completion", document + "\n")
     assert path.read_text() == p.applied(), diag
+    assert typed_before_ready or not early, "the model was ready before the key: nothing was asked while loading"
     check_proposal(direct, p)
+
+
+def test_helix_completion_accepted_and_saved(tmp_path, request):
+    accept_in_helix(tmp_path, request.getfixturevalue("direct"), request.getfixturevalue("prompt"))
+
+
+def test_helix_accepts_an_item_typed_mid_word(tmp_path, request):
+    """After `self.tot` (the popup filters by the word being typed): diffill's item replaces the word from its
+    start, so Helix keeps it, and accepting it writes the whole name once."""
+    accept_in_helix(tmp_path, request.getfixturevalue("direct"), MID_WORD)
+
+
+def test_helix_first_popup_comes_when_the_model_is_ready_without_another_key(tmp_path, request):
+    accept_in_helix(tmp_path, request.getfixturevalue("direct"), request.getfixturevalue("prompt"), early=True)

@@ -28,7 +28,9 @@ def nvim_version(nvim: str) -> tuple[int, int]:
     return (int(m[1]), int(m[2])) if m else (0, 0)
 
 
-def test_nvim_ghost_text_accepted(tmp_path, request):
+def run_nvim_ghost_text(tmp_path, request, early: bool = False) -> tuple[dict, object]:
+    """nvim_e2e.lua on the prompt: (its result, the proposal it accepted), after checking the ghost text was the
+    server's proposal and <Tab> applied it. `early`: it types before the model is ready."""
     nvim = require_editor("nvim", "Neovim")
     if nvim_version(nvim) < (0, 12):
         pytest.skip(f"{nvim} is Neovim {nvim_version(nvim)}: ghost text needs >= 0.12 (`bash editors/install.sh nvim`)")
@@ -43,6 +45,7 @@ def test_nvim_ghost_text_accepted(tmp_path, request):
         DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
         DIFFILL_E2E_READY=str(ready),
         DIFFILL_E2E_OUT=str(out),
+        DIFFILL_E2E_EARLY="1" if early else "0",
         XDG_STATE_HOME=str(tmp_path / "state"),
         XDG_DATA_HOME=str(tmp_path / "data"),
     )
@@ -83,6 +86,20 @@ def test_nvim_ghost_text_accepted(tmp_path, request):
     assert path.read_text() == p.applied()
     # and the same request asked directly gives the same proposal (the server is deterministic)
     check_proposal(direct, p)
+    return result, p
+
+
+def test_nvim_ghost_text_accepted(tmp_path, request):
+    run_nvim_ghost_text(tmp_path, request)
+
+
+def test_nvim_first_ghost_text_comes_when_the_model_is_ready_without_another_key(tmp_path, request):
+    """Insert mode entered while the model still loads: Neovim's one request (on InsertEnter) waits for the
+    model and its answer shows as ghost text with no other key pressed; the loading was shown as LSP progress
+    (begin, then end: what `LspProgress` and the statusline show)."""
+    result, _ = run_nvim_ghost_text(tmp_path, request, early=True)
+    assert result["typed_before_ready"] is True, result
+    assert result["progress"][:1] == ["begin"] and "end" in result["progress"], result
 
 
 def test_nvim011_completion_menu_fallback(tmp_path, request):

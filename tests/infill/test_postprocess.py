@@ -3,6 +3,7 @@
 import pytest
 
 from diffill.infill.document import SyntaxDocument
+from diffill.infill.filters.balanced_brackets import keep_brackets_balanced
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
 from diffill.infill.filters.names_in_scope import names_in_scope
@@ -66,6 +67,7 @@ def test_filter_order():
     at = {f: i for i, f in enumerate(FILTERS)}
     assert at[stop_at_span] == 0 and at[syntax_guard] == len(FILTERS) - 1
     assert at[drop_repetition] < at[normalize_indentation] < at[drop_suffix_overlap] < at[names_in_scope]
+    assert at[names_in_scope] < at[keep_brackets_balanced]
 
 
 def test_edit_converts_to_lsp_range(cursor_doc):

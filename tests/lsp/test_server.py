@@ -12,6 +12,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 SERVER = [sys.executable, "-m", "diffill.lsp.cli", "serve"]
 
 PY_PROMPTS = [
+    "def total(values):\n    result = 0\n    for value in values:\n        result += value\n    return ",
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = ",
     "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
     "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.",
     "import numpy as ",

@@ -1,0 +1,56 @@
+"""A rest of line does not stop inside a bracket it opened.
+
+An answer cut short (at doubt, or a copy that went wrong part way) can end mid-call: `os.path.exists(path` leaves
+`(` open, and an editor then flags every line below. The answer may end right after the bracket it opens (`exists(`:
+the user types the arguments) but not inside it: it is cut back to just after its last bracket left open, unless
+the rest of the line closes it. Strings are skipped; answers of several lines may close their brackets on a later
+line and are left alone.
+"""
+
+from __future__ import annotations
+
+from diffill.infill.filters.base import Candidate
+from diffill.infill.text import EOL_RE
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_QUOTES = "'\"`"
+
+
+def keep_brackets_balanced(c: Candidate) -> Candidate:
+    """The candidate, or its text cut back to just after the last bracket it opens and nothing closes."""
+    if not c.text or EOL_RE.search(c.text):
+        return c
+    hash_comments = c.language == "python"
+    opened = _left_open(c.text + c.doc_text[c.replace_end : c.line_end], len(c.text), hash_comments)
+    if not opened:
+        return c
+    end = opened[-1] + 1
+    if end >= len(c.text.rstrip()):
+        return c  # it ends right after the bracket it opens
+    return c.with_text(c.text[:end], replace_end=c.offset)
+
+
+def _left_open(line: str, own: int, hash_comments: bool) -> list[int]:
+    """Positions (< `own`: in the answer) of the brackets `line` opens and does not close, outside strings (and
+    `#` comments, with `hash_comments`)."""
+    stack: list[tuple[str, int]] = []
+    quote = ""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in _QUOTES:
+            quote = ch
+        elif ch == "#" and hash_comments:  # a comment: nothing after it is code
+            break
+        elif ch in _OPEN:
+            stack.append((ch, i))
+        elif ch in _CLOSE and stack and stack[-1][0] == _CLOSE[ch]:
+            stack.pop()
+        i += 1
+    return [at for _, at in stack if at < own]
