@@ -232,7 +232,7 @@ def next_line_copy(
     rival, prior = -math.inf, options.copy_prior  # no contest: the model's own line is not drafted
     if options.next_line_contest:
         stops = asked.vocabulary.line_stops()
-        rival = asked.best_draft(canvas - 1, stops, request.first, beam)[1]
+        rival = asked.best_draft(canvas - 1, stops, request.first, beam, among=request.judged_among)[1]
         prior = options.next_line_prior
     hedge = options.copy_hedge if request.line else None
     return _preferred(asked, found, request.healed, rival, prior, hedge)

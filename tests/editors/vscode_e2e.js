@@ -37,14 +37,26 @@ async function waitFor(fn, timeoutMs, what) {
     await page.keyboard.press('Enter');
     await page.waitForSelector('.monaco-editor .view-lines', { timeout: 30000 });
     step('file open');
-    // the extension starts `diffill serve` (through the test's tap) on activation; wait for the model
-    await waitFor(() => fs.existsSync(env.READY), 120000, 'the server to be ready');
-    step('server ready');
+    // the extension starts `diffill serve` (through the test's tap) on activation; wait for the model, or (EARLY)
+    // only for the extension's status bar item, and type while the model still loads
+    const statusText = () => page.evaluate(() =>
+      [...document.querySelectorAll('.statusbar-item')].map((e) => e.textContent.trim()).filter((t) => /diffill/.test(t)).join(' | '));
+    if (env.EARLY === '1') {
+      result.status_when_typed = await waitFor(async () => {
+        const t = await statusText();
+        return /loading/.test(t) ? t : null;
+      }, 60000, 'the status bar to say the model is loading');
+      step('server loading');
+    } else {
+      await waitFor(() => fs.existsSync(env.READY), 120000, 'the server to be ready');
+      step('server ready');
+    }
     await page.click('.monaco-editor .view-lines');
     await page.keyboard.press('Control+End');
     await page.keyboard.press('ArrowUp');
     await page.keyboard.press('End');
     await sleep(300);
+    result.typed_before_ready = !fs.existsSync(env.READY);
     await page.keyboard.type(env.LAST_CHAR); // typing makes VS Code ask for inline completions
     const ghost = await waitFor(() => page.evaluate(() => {
       const els = document.querySelectorAll('.monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text');
@@ -62,6 +74,12 @@ async function waitFor(fn, timeoutMs, what) {
     result.ghost = ghost;
     step('ghost text shown');
     await page.screenshot({ path: path.join(env.SHOTS, 'ghost.png') });
+    if (env.EARLY === '1') {
+      // the answer to the request made while loading shows; (not accepted here: VS Code then reports no inline
+      // suggestion visible to Tab, see docs/benchmarks.md)
+      result.code = 0;
+      return;
+    }
     await page.keyboard.press('Tab'); // accept
     await sleep(500);
     await page.keyboard.press('Control+S');
