@@ -52,7 +52,10 @@ def events(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, request):
+def run_lsp_mode(tmp_path, request, early: bool = False) -> None:
+    """lsp-mode in a terminal Emacs: type the prompt's last character, wait for the ghost text overlay, TAB accepts,
+    save: the file is the proposal applied. `early`: typed as soon as lsp-mode has opened the file, while the
+    model loads: the overlay must come once it is ready, with no other key."""
     emacs = emacs_bin()
     elisp = lsp_mode_dir()
     direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
@@ -71,14 +74,16 @@ def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, request):
     (tmp_path / "home").mkdir()
     tm = Tmux("emacs", [emacs, "-nw", "-Q", "-l", str(HERE / "emacs_lsp_init.el"), str(path)], tmp_path, env)
     try:
-        wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
-        wait_for(lambda: any(e.get("event") == "opened" for e in events(out)), 30, what="lsp-mode to open the file")
+        if not early:
+            wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
+        wait_for(lambda: any(e.get("event") == "opened" for e in events(out)), 60, what="lsp-mode to open the file")
         opened = next(e for e in events(out) if e["event"] == "opened")
         assert opened["inline-mode"] is True, opened
         tm.keys("M->")
         tm.keys("C-p")
         tm.keys("C-e")
         tm.keys(prompt[-1], literal=True, pause=0)
+        typed_before_ready = not ready.exists()
         shown = wait_for(
             lambda: [e for e in events(out) if e["event"] == "shown"],
             60,
@@ -109,7 +114,16 @@ def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, request):
     if first_line:
         assert first_line[:20] in screen, f"ghost text not on the screen:\n{screen}"
     assert path.read_text() == p.applied(), diag
+    assert typed_before_ready or not early, "the model was ready before the key: nothing was asked while loading"
     check_proposal(direct, p)
+
+
+def test_emacs_lsp_mode_inline_overlay_accepted(tmp_path, request):
+    run_lsp_mode(tmp_path, request)
+
+
+def test_emacs_lsp_mode_first_ghost_text_comes_when_the_model_is_ready_without_another_key(tmp_path, request):
+    run_lsp_mode(tmp_path, request, early=True)
 
 
 EGLOT_SCRIPT = r"""
