@@ -133,8 +133,8 @@ class RankOptions:
     span_min_confidence: float | None = None
     # Show the model's own answer (any span) only as far as the encoder gives all its tokens together at least
     # this probability, given the typed text: a shorter right answer or none beats a wrong one (0, or a
-    # `min_confidence` of 0: off). Copies
-    # have `copy_answer_confidence` and `next_line_confidence`. Tuned on held-out code (docs/benchmarks.md).
+    # `min_confidence` of 0: off). Copies have `copy_answer_confidence` and `next_line_confidence`. Tuned on
+    # held-out code (docs/benchmarks.md).
     answer_confidence: float = 0.55
 
     @property

@@ -124,8 +124,8 @@ def healing(healed: str, vocabulary: Vocabulary) -> Constraint | None:
         return None
 
     def allowed(tokens: list[int]) -> list[int] | None:
-        done = vocabulary.tokenizer.decode(tokens) if tokens else ""
-        return vocabulary.consistent_with(healed[len(done) :]) if len(done) < len(healed) else None
+        rest = _left_to_write(healed, tokens, vocabulary)
+        return vocabulary.consistent_with(rest) if rest else None
 
     return allowed
 
@@ -139,13 +139,16 @@ def typed_word(healed: str, vocabulary: Vocabulary) -> Constraint | None:
         return None
 
     def among(tokens: list[int]) -> list[int] | None:
-        done = vocabulary.tokenizer.decode(tokens) if tokens else ""
-        if len(done) >= len(healed):
-            return None
-        rest = healed[len(done) :]
-        return vocabulary.starting_with(rest) or vocabulary.consistent_with(rest)
+        rest = _left_to_write(healed, tokens, vocabulary)
+        return (vocabulary.starting_with(rest) or vocabulary.consistent_with(rest)) if rest else None
 
     return among
+
+
+def _left_to_write(healed: str, tokens: list[int], vocabulary: Vocabulary) -> str:
+    """What of the healed text `tokens` have not written yet ("" once they cover it)."""
+    done = vocabulary.tokenizer.decode(tokens) if tokens else ""
+    return healed[len(done) :] if len(done) < len(healed) else ""
 
 
 def _prefix_window(text: str, offset: int, chars: int) -> str:

@@ -19,7 +19,7 @@ from .ngram import NgramMixer
 from .quant import QuantSpec
 from .quant_io import QuantizeOnLoad, quantization_entry
 from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
-from .speculative import Allowed, Extensions
+from .speculative import Allowed, Extensions, log_mass
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
@@ -326,13 +326,12 @@ class DiffusionModel:
     @staticmethod
     def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix: NgramMixer | None) -> float:
         """log P(one of `ids` next) for a row of log-probabilities (0 when `ids` is None: anything is)."""
-        if ids is None:
+        if not ids:
             return 0.0
+        if mix is None:
+            return log_mass(logp, ids)
         keep = torch.as_tensor(list(ids), dtype=torch.long, device=logp.device)
-        if not len(keep):
-            return 0.0
-        mixed = logp.index_select(0, keep) if mix is None else mix.mix_at(before, logp, keep)
-        return float(torch.logsumexp(mixed, 0))
+        return float(torch.logsumexp(mix.mix_at(before, logp, keep), 0))
 
     @torch.inference_mode()
     def prefill(self, prompt_ids, cache: KVCache) -> int:

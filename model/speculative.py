@@ -46,7 +46,7 @@ class Speculation:
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
 
 
-def _mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
+def log_mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
     """log of the probability of any of `ids` in a row of log-probabilities."""
     return float(torch.logsumexp(logp.index_select(0, torch.as_tensor(list(ids), device=logp.device)), 0))
 
@@ -150,12 +150,12 @@ class Speculator:
                 # among the allowed tokens where a constraint holds: the typed word is given, not guessed
                 judged = among(out[:-1]) if among is not None and limit is not None else None
                 if judged and token in judged:
-                    norm = _mass(row, judged)
+                    norm = log_mass(row, judged)
                 else:
                     norm = float(torch.logsumexp(row, 0)) if limit is not None else 0.0
                 result.logprobs.append(float(row[token]) - norm)
                 result.prefix_logprobs.append(
-                    _mass(free, extensions(token)) - norm if extensions else result.logprobs[-1]
+                    log_mass(free, extensions(token)) - norm if extensions else result.logprobs[-1]
                 )
                 done = token in stop_ids or len(out) >= max_tokens
                 matched = i < len(draft) and token == draft[i]

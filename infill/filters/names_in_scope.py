@@ -59,8 +59,8 @@ def names_in_scope(c: Candidate) -> Candidate:
     before = c.before_cursor
     judged_from = len(before) - len(_WORD_TAIL.search(before).group(0))  # the word being typed is judged too
     line = before + c.text  # the answer with its line: what binds a name, what is a string, may start before it
-    code = _NOT_CODE.sub(lambda m: " " * len(m.group(0)), line)
-    bound = {name for pattern in _BINDERS for m in pattern.finditer(code) for name in _IDENT.findall(m.group(1))}
+    code = _code(line)
+    bound = _bound(code)
     indent = len(c.text) - len(c.text.lstrip(" \t"))  # an answer on a blank line sits where its text starts
     known = _known(c.doc_text, tree, start, indent)
     open_end = bool(_WORD_CHAR.match(_next_char(c)))
@@ -74,6 +74,16 @@ def names_in_scope(c: Candidate) -> Candidate:
             continue
         return c.with_text(c.text[: max(0, m.start() - len(before))].rstrip(" "), replace_end=c.offset)
     return c
+
+
+def _code(text: str) -> str:
+    """`text` with its strings and comments blanked out (same length): their words are not names."""
+    return _NOT_CODE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _bound(code: str) -> set[str]:
+    """The names `code` binds (_BINDERS)."""
+    return {name for pattern in _BINDERS for m in pattern.finditer(code) for name in _IDENT.findall(m.group(1))}
 
 
 def _next_char(c: Candidate) -> str:
@@ -135,9 +145,8 @@ def _free_names(source: str) -> frozenset[str]:
     """The names a function's source uses but does not bind (its parameters, assignment and loop targets, `as`
     names): a parameter of another method is not in scope here. Cached by the function's text, so a keystroke
     re-reads only the function it changed."""
-    code = _NOT_CODE.sub(lambda m: " " * len(m.group(0)), source)
-    bound = {name for pattern in _BINDERS for m in pattern.finditer(code) for name in _IDENT.findall(m.group(1))}
-    return _names(code) - bound
+    code = _code(source)
+    return _names(code) - _bound(code)
 
 
 def _outermost_functions(root: Node) -> list[Node]:
