@@ -15,14 +15,20 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
-    from .server import run
-
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    run(tcp_port=args.tcp)
+    early = None
+    if args.tcp is None:  # the editor waits on `initialize`: answered before the protocol's imports
+        from .early import answer_initialize, prefetch
+
+        early = answer_initialize(sys.stdin.buffer, sys.stdout.buffer)
+        prefetch(early.options)  # what loading needs no torch for starts on the other core now
+    from .server import run
+
+    run(tcp_port=args.tcp, early=early)
     return 0
 
 

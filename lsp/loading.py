@@ -61,6 +61,9 @@ class ModelLoader:
         threading.Thread(target=self.load, name="diffill-load", daemon=True).start()
 
     def load(self) -> None:
+        from diffill.model.embedded import prefetch_memory
+
+        prefetch_memory(self.host.settings.model)  # on the other core while torch imports (or already built)
         from diffill.model import runtime
 
         with self._lock:

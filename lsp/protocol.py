@@ -21,10 +21,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-log = logging.getLogger("diffill")
+from .early import MAX_HEADER_LINE, MAX_MESSAGE_BYTES
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # larger bodies are refused (documents over 8 MB are not parsed anyway)
-MAX_HEADER_LINE = 64 * 1024
+log = logging.getLogger("diffill")
 
 
 class BoundedReader:
@@ -100,6 +99,15 @@ class DiffillProtocol(LanguageServerProtocol):
     """LanguageServerProtocol that structures whole messages only and answers every request it cannot run."""
 
     exit_code: int | None = None  # set by `exit`: 0 after `shutdown`, else 1 (pygls swallows its own SystemExit)
+    answered_early: int | str | None = None  # the `initialize` lsp.early answered: pygls' answer to it is dropped
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if self.answered_early is not None and msg_id == self.answered_early:
+            self.answered_early = None
+            if error is not None:  # the client has its capabilities already; the server says what went wrong
+                log.error("initialize, answered early, then failed: %s", getattr(error, "message", error))
+            return
+        super()._send_response(msg_id, result, error)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls passes this as json's object_hook (every object, innermost first): keep objects plain here and

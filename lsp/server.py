@@ -11,7 +11,6 @@ import os
 import re
 import sys
 import threading
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from lsprotocol import types
@@ -21,15 +20,13 @@ from pygls.uris import to_fs_path
 from diffill.infill.completion import Completion
 
 from .documents import DocState
+from .early import EarlyStart, Replayed, server_version
 from .protocol import BoundedReader, DiffillProtocol, report_error, serve_tcp
 from .session import Session
 
 log = logging.getLogger("diffill")
 
-try:
-    VERSION = version("diffill")
-except PackageNotFoundError:  # pragma: no cover
-    VERSION = "0"
+VERSION = server_version()
 
 
 class DiffillServer(LanguageServer):
@@ -204,9 +201,14 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
     }
 
 
-def run(tcp_port: int | None = None) -> None:
+def run(tcp_port: int | None = None, early: EarlyStart | None = None) -> None:
+    """Serves stdio (after lsp.early's hand-read start, if any: what it read is read again) or one TCP client."""
     if tcp_port is None:
-        server.start_io(BoundedReader(sys.stdin.buffer))
+        stdin: Any = sys.stdin.buffer
+        if early is not None:
+            server.protocol.answered_early = early.answered_id
+            stdin = Replayed(early.consumed, stdin)
+        server.start_io(BoundedReader(stdin))
     else:
         serve_tcp(server, "127.0.0.1", tcp_port)  # loopback only: never reachable from another machine
     if server.protocol.exit_code:  # LSP: `exit` without `shutdown` ends with 1

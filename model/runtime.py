@@ -12,17 +12,13 @@ from pathlib import Path
 import torch
 
 from .api import DiffusionModel
+from .embedded import EMBEDDED_DIR, embedded_available
 from .loader import CheckpointError, resolve_checkpoint
 from .memory import FILE_NAME as MEMORY_FILE
 from .memory import CorpusMemory, load_memory
 from .tokenizer import CodeTokenizer
 
 log = logging.getLogger(__name__)
-EMBEDDED_DIR = Path(__file__).parent / "weights"
-
-
-def embedded_available() -> bool:
-    return (EMBEDDED_DIR / "model.safetensors").exists() and (EMBEDDED_DIR / "tokenizer.json").exists()
 
 
 def pick_device(requested: str) -> str:

@@ -17,13 +17,14 @@ import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-
-import pathspec
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+from typing import TYPE_CHECKING
 
 from ..languages import language_for
 from .chunks import Chunk, extract_chunks
+
+if TYPE_CHECKING:  # both load where the index starts, after the model: not on the daemon's way to ready
+    import pathspec
+    from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,6 @@ ALWAYS_IGNORED = {
     "target",
     ".mypy_cache",
 }
-CHANGE_EVENTS = {"created", "modified", "deleted", "moved"}
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -91,6 +91,8 @@ class WorkspaceIndex:
         return next((r for r in self.roots if real == r or real.is_relative_to(r)), None)
 
     def _ignore_spec(self, root: Path) -> pathspec.PathSpec:
+        import pathspec
+
         if root not in self._ignores:
             lines: list[str] = []
             gi = root / ".gitignore"
@@ -235,13 +237,9 @@ class WorkspaceIndex:
         self.scan()
         if not self.roots:
             return
-        observer = Observer()
-        handler = _Handler(self)
-        for root in self.roots:
-            observer.schedule(handler, str(root), recursive=True)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
+        from .watcher import watch
+
+        self._observer = watch(self.roots, self.notify)
 
     def stop(self) -> None:
         if self._observer is not None:
@@ -295,18 +293,3 @@ class WorkspaceIndex:
                 self.update(path)
             else:
                 self.remove(path)
-
-
-class _Handler(FileSystemEventHandler):
-    def __init__(self, index: WorkspaceIndex):
-        self.index = index
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        # Only changes: watchdog also reports opens and closes, and the index's own reads would requeue
-        # themselves forever.
-        if event.is_directory or event.event_type not in CHANGE_EVENTS:
-            return
-        for attr in ("src_path", "dest_path"):
-            p = getattr(event, attr, "")
-            if p:
-                self.index.notify(os.fsdecode(p))

@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+from safetensors.numpy import save_file
 
 from diffill.model import memory as memory_module
 from diffill.model import runtime
@@ -162,3 +163,24 @@ def test_train_memory_writes_the_memory_of_a_model_folder(tmp_path, capsys):
     assert n >= KEY_ORDER and tok.decode(ids[:1].tolist()).strip() == "height"
     n, ids, _ = memory.continuations(tok.encode("func volume(depth int"))  # and the other languages'
     assert n >= KEY_ORDER and tok.decode(ids[:1].tolist()).strip().startswith(")")
+
+
+def test_a_prefetched_memory_is_the_one_the_loader_finds(tmp_path):
+    """model.embedded starts the memory's index on a thread before torch loads; the loader's own load_memory call
+    then gets that very memory instead of building another."""
+    from diffill.model.embedded import prefetch_memory
+    from diffill.model.tokenizer import CodeTokenizer
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tokenizer.json").write_bytes((runtime.EMBEDDED_DIR / "tokenizer.json").read_bytes())
+    assert prefetch_memory(str(model)) is None  # no memory beside these weights
+    save_file({"ids": np.array([5, 6, 7, 8, 9] * 20, dtype=np.uint16)}, str(model / memory_module.FILE_NAME))
+    thread = prefetch_memory(str(model))
+    assert thread is not None
+    thread.join(30)
+    stamp = (str((model / memory_module.FILE_NAME).resolve()), (model / memory_module.FILE_NAME).stat().st_mtime)
+    built = memory_module._LOADED[stamp]
+    vocab = CodeTokenizer.from_file(model / "tokenizer.json").vocab_size
+    assert load_memory(model / memory_module.FILE_NAME, vocab) is built
+    assert prefetch_memory("google/diffusiongemma-26B-A4B-it") is None  # a hub id: nothing to start on this disk

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 workspace = pytest.importorskip("diffill.infill.around.workspace")
+watcher = pytest.importorskip("diffill.infill.around.watcher")
 events = pytest.importorskip("watchdog.events")
 
 
@@ -45,7 +46,7 @@ def test_storm_of_10000_events_is_bounded(tmp_path):
     index = workspace.WorkspaceIndex([root], debounce_s=0.2)
     index.scan()
     assert index.file_count() == 200
-    handler = workspace._Handler(index)
+    handler = watcher._Handler(index.notify)
     threads_before = threading.active_count()
     tracemalloc.start()
     base, _ = tracemalloc.get_traced_memory()
