@@ -2,7 +2,8 @@
 
 - lsp-mode 10 (in a terminal, in tmux): typing the prompt's last character makes `lsp-inline-completion-mode`
   ask for ghost text after diffill's 0.2 s idle delay; the overlay is shown, TAB accepts it, C-x C-s saves.
-- Eglot (batch): `completion-at-point` inserts diffill's completion item (its textEdit).
+- Eglot (batch): `completion-at-point` inserts diffill's completion item (its textEdit); typed while the model
+  loads, the mode line shows the loading and the item comes once the model is ready.
 """
 
 import json
@@ -137,14 +138,32 @@ EGLOT_SCRIPT = r"""
 (diffill-eglot-setup)
 (setq eglot-sync-connect t eglot-autoshutdown t)
 (defun out (obj) (princ (concat "E2E " (json-encode obj) "\n")))
+(defun mode-line-text ()  ; Eglot's indicator as shown ("eglot:proj/0%"), with its tooltips in []
+  (mode-line-flat (eglot--mode-line-format)))
+(defun mode-line-flat (x)
+  (cond ((stringp x)
+           (let ((h (get-text-property 0 'help-echo x)))
+             (concat (substring-no-properties x) (if (stringp h) (format "[%s]" h) ""))))
+          ((and (consp x) (eq (car x) :propertize))
+           (let ((h (plist-get (cddr x) 'help-echo)))
+             (concat (mode-line-flat (cadr x)) (if (stringp h) (format "[%s]" h) ""))))
+          ((consp x) (mapconcat #'mode-line-flat x ""))
+          (t "")))
 (let ((file (getenv "DIFFILL_E2E_FILE")) (ready (getenv "DIFFILL_E2E_READY")))
   (with-current-buffer (find-file-noselect file)
     (python-mode)
     (call-interactively #'eglot)            ; eglot-ensure only fires from a command loop
     (let ((server (eglot-current-server)) (deadline (+ (float-time) 120)))
       (unless server (out '(:error "no server")) (kill-emacs 1))
-      (while (and (not (file-exists-p ready)) (< (float-time) deadline)) (accept-process-output nil 0.1))
-      (out (list :event "ready" :status (diffill-status)))
+      (if (getenv "DIFFILL_E2E_EARLY")  ; type while the model loads, once Eglot's mode line shows the loading
+          (progn
+            (while (and (zerop (hash-table-count (eglot--progress-reporters server)))
+                        (not (file-exists-p ready)) (< (float-time) deadline))
+              (accept-process-output nil 0.05))
+            (out (list :event "loading" :typed-before-ready (not (file-exists-p ready))
+                       :mode-line (mode-line-text))))
+        (while (and (not (file-exists-p ready)) (< (float-time) deadline)) (accept-process-output nil 0.1))
+        (out (list :event "ready" :status (diffill-status))))
       (goto-char (point-max))
       (skip-chars-backward "\n")
       (insert (getenv "DIFFILL_E2E_LAST"))   ; type the prompt's last character
@@ -152,6 +171,9 @@ EGLOT_SCRIPT = r"""
       (let ((completion-auto-help nil) (before (buffer-string)))
         (completion-at-point)
         (out (list :event "completed" :before before :after (buffer-string))))
+      (while (and (> (hash-table-count (eglot--progress-reporters server)) 0) (< (float-time) deadline))
+        (accept-process-output nil 0.05))  ; the loading's end clears it from the mode line
+      (out (list :event "after" :mode-line (mode-line-text)))
       (save-buffer)
       (out (list :event "saved"))
       (eglot-shutdown server))))
@@ -159,9 +181,10 @@ EGLOT_SCRIPT = r"""
 """
 
 
-def complete_with_eglot(tmp_path, direct, document: str) -> None:
+def complete_with_eglot(tmp_path, direct, document: str, early: bool = False) -> list[dict]:
     """Eglot in batch Emacs: open `document` without its last character, type it, `completion-at-point` (one
-    candidate: it is inserted, its textEdit applied), save: the buffer and the file must be the proposal applied."""
+    candidate: it is inserted, its textEdit applied), save: the buffer and the file must be the proposal applied.
+    `early`: typed as soon as Eglot shows the model's loading, and completed with no other key."""
     emacs = emacs_bin()
     path = tmp_path / "example.py"
     path.write_text(document[:-1] + "\n")
@@ -177,6 +200,7 @@ def complete_with_eglot(tmp_path, direct, document: str) -> None:
         DIFFILL_E2E_READY=str(ready),
         DIFFILL_E2E_LAST=document[-1],
         HOME=str(tmp_path),
+        **({"DIFFILL_E2E_EARLY": "1"} if early else {}),
     )
     proc = subprocess.run(
         [emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
@@ -190,6 +214,7 @@ def complete_with_eglot(tmp_path, direct, document: str) -> None:
     assert completed["after"] == p.applied(), (completed, p)
     assert path.read_text() == p.applied()
     check_proposal(direct, p)
+    return lines
 
 
 def test_emacs_eglot_completion_at_point(tmp_path, request):
@@ -200,3 +225,14 @@ def test_emacs_eglot_accepts_an_item_typed_mid_word(tmp_path, request):
     """After `self.tot`, completion-at-point filters candidates by the word at point: diffill's item starts with
     it and replaces it from its start, so the name is written once."""
     complete_with_eglot(tmp_path, request.getfixturevalue("direct"), MID_WORD)
+
+
+def test_emacs_eglot_shows_the_loading_and_completes_once_the_model_is_ready(tmp_path, request):
+    """Typed while the model loads: Eglot's mode line carries the loading ($/progress), completion-at-point waits
+    for the model's answer (no second try), and the mode line drops the loading once it is ready."""
+    lines = complete_with_eglot(tmp_path, request.getfixturevalue("direct"), request.getfixturevalue("prompt"), True)
+    loading = next(e for e in lines if e.get("event") == "loading")
+    assert loading["typed-before-ready"] is True, loading
+    assert "Loading embedded model" in loading["mode-line"], loading
+    after = next(e for e in lines if e.get("event") == "after")
+    assert "Loading" not in after["mode-line"], after
