@@ -23,10 +23,11 @@ import torch
 from torch import nn
 
 from diffill.kernels import tiles
+from diffill.kernels.grouped_fp8 import fp8_grouped_moe
 from diffill.kernels.moe import fused_moe_triton
 from diffill.kernels.qlinear import qlinear_triton
 from diffill.kernels.sampler import sampler_step, soft_embedding
-from diffill.kernels.tiles import Tiles
+from diffill.kernels.tiles import Tiles, table_json
 from diffill.model.cache import KVCache
 from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.diffusion_gemma import DiffusionGemma
@@ -445,9 +446,11 @@ def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
 
 def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     """The quantized kernels alone at the 26B-A4B's shapes (one MoE layer, one attention projection) for 1, 16 and
-    256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), then the launch shapes of
-    `kernel_sweeps`, as packed bytes moved per second against the copy bandwidth: one device call compares the
-    variants and says which tiles to ship. Written to `out_path` and returned."""
+    256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), the fp8 experts through PyTorch's
+    grouped GEMM (kernels/grouped_fp8.py), then the launch shapes of `kernel_sweeps`, as packed bytes moved per
+    second against the copy bandwidth: one device call compares the variants and says which tiles to ship.
+    Written to `out_path` and returned; the fastest shape per (kernel, tokens) goes to `out_path` with the suffix
+    .json, a kernels/tiles.json to ship (or to point DIFFILL_TILES at)."""
 
     device, config, dtype = _target(dry_run)
     reps = 1 if dry_run else 20
@@ -469,14 +472,15 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
         weights, index = torch.rand(tokens, e, generator=g).softmax(-1).topk(config.top_k_experts, dim=-1)
         inputs[tokens] = (x, weights.to(device), index.to(device), index.unique().numel() * expert_bytes)
 
-    def row(name: str, tokens: int, variant: str, fn: Callable[[], object], moved: float) -> None:
+    def row(name: str, tokens: int, variant: str, fn: Callable[[], object], moved: float) -> float | None:
         try:
             ms = timed(fn, reps, device, warmup=2)
         except Exception as exc:  # a launch shape the compiler refuses (shared memory, registers)
             lines.append(f"{name:<6} {tokens:>6} {variant:<24} failed: {type(exc).__name__}")
-            return
+            return None
         rate = moved / (ms / 1e3)
         lines.append(f"{name:<6} {tokens:>6} {variant:<24} {ms:>9.4f} {rate / 1e9:>7.0f} {100 * rate / bw:>6.1f}%")
+        return ms
 
     default = tiles.PAIRED_INT4
     use_kernels = device.type == "cuda"  # the dry run checks the table on the CPU's torch paths
@@ -489,7 +493,17 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
                     row("proj", tokens, f"paired={flag}", functools.partial(proj, x), proj_bytes)
         finally:
             tiles.PAIRED_INT4 = default
+        fp8 = QuantExperts(e, h, config.moe_intermediate_size, QuantSpec.of("fp8"), device=device)
+        fill_quantized(fp8, fp8.spec, device)
+        fp8_bytes = sum(b.nbytes for b in fp8.buffers()) / e
+        for tokens, (x, weights, index, _) in inputs.items():
+            moved = index.unique().numel() * fp8_bytes
+            row(
+                "moe", tokens, "fp8 grouped", functools.partial(fp8_grouped_moe, x, weights, index, fp8.packed()), moved
+            )
+        del fp8
         packed = experts.packed()
+        best: dict[str, dict[int, tuple[float, Tiles]]] = {}
         for (name, tokens), variants in kernel_sweeps(dry_run).items():
             x, weights, index, moe_bytes = inputs[tokens]
             for t in variants:
@@ -497,12 +511,16 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
                 if name == "moe":
                     fn = functools.partial(fused_moe_triton, x, weights, index, packed, t)
                     cpu = functools.partial(experts, x, weights, index)
-                    row(name, tokens, label, fn if use_kernels else cpu, moe_bytes)
+                    ms = row(name, tokens, label, fn if use_kernels else cpu, moe_bytes)
                 else:
                     fn = functools.partial(qlinear_triton, x, proj.qweight, proj.scales, "int4", t)
-                    row(name, tokens, label, fn if use_kernels else functools.partial(proj, x), proj_bytes)
+                    ms = row(name, tokens, label, fn if use_kernels else functools.partial(proj, x), proj_bytes)
+                if ms is not None and ms < best.setdefault(name, {}).get(tokens, (float("inf"), t))[0]:
+                    best[name][tokens] = (ms, t)
     text = "\n".join(lines) + "\n"
     _write(out_path, text)
+    chosen = {name: {tokens: t for tokens, (_, t) in rows.items()} for name, rows in best.items()}
+    _write(Path(out_path).with_suffix(".json"), table_json(chosen) + "\n")
     return text
 
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ._triton import use_triton
 from .qformat import dequantize, in_features
-from .tiles import MOE_TILES, Tiles, k_block, paired
+from .tiles import Tiles, k_block, moe_tiles, paired
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -114,7 +114,7 @@ def fused_moe_triton(
     x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: QuantizedExperts, tiles: Tiles | None = None
 ):
     """The two Triton kernels (int4 / int8); other formats fall back to the reference. `tiles`: the launch
-    shape of both (default MOE_TILES), for benchmarks that compare them."""
+    shape of both (default: kernels.tiles for these tokens), for benchmarks that compare them."""
     e, two_ie, _ = w.gate_up_qweight.shape
     h = in_features(w.gate_up_qweight, w.scheme)
     ie = two_ie // 2
@@ -130,7 +130,7 @@ def fused_moe_triton(
     bits = 4 if w.scheme == "int4" else 8
     t, k = index.shape
     n_slots = t * k
-    launch = tiles or MOE_TILES
+    launch = tiles or moe_tiles(index.shape[0])
     bm, bn = launch.bm, launch.bn
     sorted_slots, block_expert, n_padded = align_slots(index, e, bm)
     x = x.contiguous()
@@ -157,7 +157,14 @@ def fused_moe_triton(
 
 
 def fused_moe(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: QuantizedExperts) -> torch.Tensor:
-    """out[t] = sum_j weights[t, j] * expert_{index[t, j]}(x[t]); x [T, H], weights/index [T, k]."""
+    """out[t] = sum_j weights[t, j] * expert_{index[t, j]}(x[t]); x [T, H], weights/index [T, k]. fp8 experts go
+    through PyTorch's grouped GEMM where it runs (Hopper: kernels.grouped_fp8), int4/int8 through Triton."""
+    if w.scheme == "fp8":
+        from . import grouped_fp8
+
+        if grouped_fp8.scaled_grouped_available(x) and w.gate_up_scales.shape[-1] == 1:
+            return grouped_fp8.fp8_grouped_moe(x, weights, index, w)
+        return fused_moe_reference(x, weights, index, w)
     if use_triton(x, w.gate_up_qweight):
         return fused_moe_triton(x, weights, index, w)
     return fused_moe_reference(x, weights, index, w)

@@ -1,9 +1,21 @@
-"""Tile sizes for the quantized matmul kernels: fixed heuristics, not autotuned (compiling variants on the user's
-first request would cost seconds); `diffill bench gpu --kernels` times the alternatives on a GPU to set them."""
+"""Tile sizes for the quantized matmul kernels, per kernel and token count, as data (kernels/tiles.json).
+
+Not autotuned at run time (compiling variants on the user's first request would cost seconds): `diffill bench gpu
+--kernels` sweeps the launch shapes at the real shapes on a GPU and writes the fastest per (kernel, tokens) as a
+file of this format; shipping it as kernels/tiles.json (or pointing DIFFILL_TILES at it) makes them the defaults.
+A token count takes the entry of the smallest bucket that holds it (the largest for more tokens).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+TILES_FILE = Path(__file__).with_name("tiles.json")
 
 
 @dataclass(frozen=True)
@@ -16,11 +28,54 @@ class Tiles:
     stages: int = 3
 
 
-MOE_TILES = Tiles(16, 64)  # rows of a block are one expert's slots: 256 tokens x top-8 / 128 experts = 16 a block
+def _heuristic(kernel: str, m: int) -> Tiles:
+    """The shapes before any sweep: MoE blocks of 16 slots (256 tokens x top-8 / 128 experts is 16 a block),
+    projections' bm grown with the tokens."""
+    if kernel == "moe":
+        return Tiles(16, 64)
+    return Tiles(16 if m <= 16 else (32 if m <= 32 else 64), 64)
+
+
+def parse_table(data: Any) -> dict[str, dict[int, Tiles]]:
+    """{kernel: {tokens: Tiles}} from the JSON form {"moe": {"16": {"bm": 16, "bn": 64, ...}}, ...}."""
+    if not isinstance(data, dict):
+        raise ValueError("a tile table is an object of kernels")
+    table: dict[str, dict[int, Tiles]] = {}
+    for kernel, rows in data.items():
+        if not isinstance(rows, dict):
+            raise ValueError(f"tiles of {kernel!r}: an object of token counts")
+        table[kernel] = {int(tokens): Tiles(**shape) for tokens, shape in rows.items()}
+    return table
+
+
+def table_json(table: dict[str, dict[int, Tiles]]) -> str:
+    return json.dumps({k: {str(t): asdict(s) for t, s in sorted(rows.items())} for k, rows in table.items()}, indent=1)
+
+
+@functools.cache
+def shipped_table() -> dict[str, dict[int, Tiles]]:
+    """The table in effect: DIFFILL_TILES if set, else kernels/tiles.json, else none (the heuristics)."""
+    path = Path(os.environ.get("DIFFILL_TILES") or TILES_FILE)
+    if not path.exists():
+        return {}
+    return parse_table(json.loads(path.read_text()))
+
+
+def tiles_for(kernel: str, m: int, table: dict[str, dict[int, Tiles]] | None = None) -> Tiles:
+    """The launch shape of `kernel` ("moe", "proj") for m tokens."""
+    rows = (shipped_table() if table is None else table).get(kernel)
+    if not rows:
+        return _heuristic(kernel, m)
+    buckets = sorted(rows)
+    return rows[next((b for b in buckets if b >= m), buckets[-1])]
 
 
 def qlinear_tiles(m: int) -> Tiles:
-    return Tiles(16 if m <= 16 else (32 if m <= 32 else 64), 64)
+    return tiles_for("proj", m)
+
+
+def moe_tiles(tokens: int) -> Tiles:
+    return tiles_for("moe", tokens)
 
 
 def k_block(group: int, k: int) -> int | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from diffill.kernels.tiles import MOE_TILES, Tiles, qlinear_tiles
+from diffill.kernels.tiles import Tiles, moe_tiles, qlinear_tiles
 
 from .config import SLIDING, DiffusionGemmaConfig
 from .footprint import quantized_bytes
@@ -65,12 +65,15 @@ def qlinear(name: str, m: int, k: int, n: int, spec: QuantSpec | None, tiles: Ti
     return Launch(name, weights, weights, _reread(x, n_tiles) + out, x + out)
 
 
-def moe(config: DiffusionGemmaConfig, counts: Sequence[int], spec: QuantSpec, tiles: Tiles = MOE_TILES) -> list[Launch]:
+def moe(
+    config: DiffusionGemmaConfig, counts: Sequence[int], spec: QuantSpec, tiles: Tiles | None = None
+) -> list[Launch]:
     """The gate/up and down kernels for one layer whose router sent `counts[e]` slots to expert e, and the sum of
     the slots' fp32 outputs per token."""
     h, ie = config.hidden_size, config.moe_intermediate_size
     slots = sum(counts)
     m = slots // config.top_k_experts
+    tiles = tiles or moe_tiles(m)
     gate_up = quantized_bytes((2 * ie, h), spec)
     down = quantized_bytes((h, ie), spec)
     active = sum(1 for c in counts if c)
