@@ -39,11 +39,17 @@ class Slots:
     counts: torch.Tensor
 
 
+def expert_counts(flat: torch.Tensor, num_experts: int) -> torch.Tensor:
+    """Slots per expert. (torch.bincount reads its input's maximum back to the host on CUDA: a sync that a CUDA
+    graph cannot capture; scatter_add has none.)"""
+    return torch.zeros(num_experts, dtype=torch.long, device=flat.device).scatter_add_(0, flat, torch.ones_like(flat))
+
+
 def sort_slots(index: torch.Tensor, num_experts: int) -> Slots:
     """Slots of `index` [T, k] in expert order (stable: a token's slots keep their order within an expert)."""
     flat = index.reshape(-1)
     order = torch.argsort(flat, stable=True)
-    return Slots(order, order // index.shape[-1], torch.bincount(flat, minlength=num_experts))
+    return Slots(order, order // index.shape[-1], expert_counts(flat, num_experts))
 
 
 def per_expert(xs: torch.Tensor, counts: list[int], ffn: Callable[[int, torch.Tensor], torch.Tensor]) -> torch.Tensor:
@@ -93,7 +99,7 @@ def align_slots(index: torch.Tensor, num_experts: int, block_m: int):
     sorted_slots lists slot ids (token * k + j) expert by expert, each run padded with the sentinel T*k."""
     n = index.numel()
     flat = index.reshape(-1)
-    counts = torch.bincount(flat, minlength=num_experts)
+    counts = expert_counts(flat, num_experts)
     padded = (counts + block_m - 1) // block_m * block_m
     pend = torch.cumsum(padded, 0)
     pstart = pend - padded

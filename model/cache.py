@@ -2,6 +2,9 @@
 
 Every layer keeps all its positions, sliding layers included, so the cache can be cut back to any length
 (a prompt that shrinks when the user deletes text) and reused; readers ask for the tail they may see.
+
+`KVCache` grows as it is written (the CPU path); `StaticKVCache` (model/static_cache.py) has a fixed capacity
+written in place, for CUDA graphs. Both answer `attend`: the keys, values and mask one attention layer uses.
 """
 
 from __future__ import annotations
@@ -9,10 +12,39 @@ from __future__ import annotations
 import torch
 
 
+def causal_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) -> torch.Tensor:
+    """[q, k] True where a query at q_pos may see the key at k_pos: not after it, and within the sliding window."""
+    allowed = k_pos[None, :] <= q_pos[:, None]
+    if window is not None:
+        allowed = allowed & (k_pos[None, :] > q_pos[:, None] - window)
+    return allowed
+
+
 class KVCache:
     def __init__(self, num_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * num_layers
         self.values: list[torch.Tensor | None] = [None] * num_layers
+
+    def begin(self, positions: torch.Tensor, causal: bool) -> None:
+        """A pass over `positions` starts (the static cache builds its masks here; this one needs nothing)."""
+
+    def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor, causal: bool, window: int | None):
+        """(keys, values, mask or None) for layer `layer`'s attention over the new k/v [B, kv, T, D]: the cached
+        positions it may see, then the new ones. A causal pass appends the new ones. Sliding layers (`window`)
+        see the last window-1 cached positions, as transformers' sliding cache keeps."""
+        t = k.shape[2]
+        past_k, past_v = self.read(layer, window - 1 if window is not None else None)
+        n_past = past_k.shape[2] if past_k is not None else 0
+        if causal:
+            self.append(layer, k, v)
+        if n_past:
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
+        mask = None
+        if causal and t > 1:  # one new token sees every key kept (sliding layers keep window-1): no mask
+            q_pos = torch.arange(n_past, n_past + t, device=k.device)
+            mask = causal_mask(q_pos, torch.arange(n_past + t, device=k.device), window)
+        return k, v, mask
 
     @property
     def length(self) -> int:

@@ -66,6 +66,7 @@ class DiffusionGemma(nn.Module):
     def _run(self, x, positions, cache: KVCache, causal: bool) -> torch.Tensor:
         self.passes += 1  # sequential passes, for the engine's traces
         rope = self._rope(positions, x.dtype)
+        cache.begin(positions, causal)
         for i, layer in enumerate(self.layers):
             scalar = self.encoder_layer_scalars[i : i + 1] if causal else layer.layer_scalar
             x = layer(x, rope[self.config.layer_types[i]], cache, causal, scalar)

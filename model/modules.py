@@ -100,24 +100,7 @@ class Attention(nn.Module):
         v = self.v_norm(v).transpose(1, 2)
         q = q.transpose(1, 2)
 
-        # Sliding layers only ever see the last window-1 cached tokens (as transformers' sliding cache keeps).
-        keep = self.window - 1 if self.is_sliding else None
-        past_k, past_v = cache.read(self.layer_idx, keep)
-        n_past = past_k.shape[2] if past_k is not None else 0
-        if causal:
-            cache.append(self.layer_idx, k, v)
-        if n_past:
-            k = torch.cat([past_k, k], dim=2)
-            v = torch.cat([past_v, v], dim=2)
-
-        mask = None
-        if causal and t > 1:  # one new token sees every key kept (sliding layers keep window-1): no mask
-            q_pos = torch.arange(n_past, n_past + t, device=x.device)[:, None]
-            k_pos = torch.arange(n_past + t, device=x.device)[None, :]
-            allowed = k_pos <= q_pos
-            if self.is_sliding:
-                allowed = allowed & (k_pos > q_pos - self.window)
-            mask = allowed
+        k, v, mask = cache.attend(self.layer_idx, k, v, causal, self.window if self.is_sliding else None)
         with sdpa_kernel(CUDA_ATTENTION) if q.is_cuda else nullcontext():
             gqa = self.n_kv != self.n_heads
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=gqa)
