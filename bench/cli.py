@@ -34,7 +34,13 @@ def _bench_gpu(args: argparse.Namespace) -> int:
     from . import gpu as bench_gpu
 
     return bench_gpu.main(
-        args.dry_run, args.out, ref_layers=args.ref_layers, reps=args.reps, profile=args.profile, kernels=args.kernels
+        args.dry_run,
+        args.out,
+        ref_layers=args.ref_layers,
+        reps=args.reps,
+        profile=args.profile,
+        kernels=args.kernels,
+        scheme=args.scheme,
     )
 
 
@@ -190,11 +196,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     bm.add_argument("--threads", type=int, default=None)
     bm.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     bm.set_defaults(func=_bench_model)
-    bg = bench.add_parser("gpu", help="int4 26B-A4B on one GPU (random weights): step, canvas, roofline, AR, ref")
+    bg = bench.add_parser("gpu", help="26B-A4B on one GPU (random weights): step, canvas, roofline, AR, graphs, ref")
     bg.add_argument("--out", default="bench/results/gpu.json", help="results file (JSON)")
     bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
     bg.add_argument("--ref-layers", type=int, default=30, help="layers of transformers' bf16 reference step")
     bg.add_argument("--reps", type=int, default=10)
+    bg.add_argument(
+        "--scheme", default="int4", choices=["int4", "fp8"], help="weights: int4 Triton or fp8 grouped GEMM"
+    )
     bg.add_argument(
         "--profile", metavar="TXT", help="instead: torch profiler tables of one denoise step and one AR token -> TXT"
     )

@@ -276,8 +276,10 @@ def run(
     _write(out_path, res)  # kept if the reference step below runs out of time
     if device.type == "cuda":
         torch.cuda.empty_cache()  # the int4 model is gone: room for the bf16 reference
-    # (c) transformers, bf16
+    # (c) transformers, bf16 (ref_layers 0: not measured, e.g. a second run that compares weight formats)
     try:
+        if ref_layers <= 0:
+            raise RuntimeError("not asked for (--ref-layers 0)")
         res["transformers"] = transformers_step_ms(config, ref_layers, canvas, prompt, max(1, reps // 2), device)
         res["step_speedup_vs_transformers"] = res["transformers"]["step_ms_scaled_to_all_layers"] / res["step_ms"]
     except Exception as exc:  # missing transformers (dev extra), or out of memory
@@ -565,6 +567,7 @@ def main(
     reps: int = 10,
     profile: str | None = None,
     kernels: str | None = None,
+    scheme: str = "int4",
 ) -> int:
     """Entry point of `diffill bench gpu` (and bench/gpu.sh)."""
     if kernels:
@@ -574,5 +577,5 @@ def main(
         print(profile_tables(profile, dry_run, **({"canvas": 32, "prompt": 16} if dry_run else {})))
         return 0
     sizes = DRY_RUN_SIZES if dry_run else {}
-    run(out, dry_run=dry_run, ref_layers=ref_layers, reps=reps, **sizes)
+    run(out, dry_run=dry_run, ref_layers=ref_layers, reps=reps, scheme=scheme, **sizes)
     return 0
