@@ -25,8 +25,11 @@ def embedded_available() -> bool:
 
 def local_folder(source: str) -> Path | None:
     """The folder a model setting names on this disk ("" = the embedded model), or None (a hub id)."""
-    folder = EMBEDDED_DIR if not source else Path(source).expanduser()
-    return folder if folder.is_dir() else None
+    try:
+        folder = EMBEDDED_DIR if not source else Path(source).expanduser()
+        return folder if folder.is_dir() else None
+    except (OSError, ValueError, RuntimeError):  # a NUL in the name, an unknown ~user: the loader reports it
+        return None
 
 
 def prefetch_memory(source: str) -> threading.Thread | None:

@@ -184,3 +184,4 @@ def test_a_prefetched_memory_is_the_one_the_loader_finds(tmp_path):
     vocab = CodeTokenizer.from_file(model / "tokenizer.json").vocab_size
     assert load_memory(model / memory_module.FILE_NAME, vocab) is built
     assert prefetch_memory("google/diffusiongemma-26B-A4B-it") is None  # a hub id: nothing to start on this disk
+    assert prefetch_memory("bad\x00name") is None and prefetch_memory("~no_such_user_here/x") is None
