@@ -473,11 +473,12 @@ def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
     """Launch shapes `kernel_table` times per (kernel, tokens): output tiles, warps (Triton's default stages)."""
 
     if dry_run:
-        return {("moe", 16): [Tiles(16, 32), Tiles(32, 64)], ("proj", 16): [Tiles(16, 32), Tiles(32, 64)]}
+        return {("moe", 16): [Tiles(16, 32), Tiles(32, 64)], ("proj", 16): [Tiles(16, 32), Tiles(1, 32)]}
     few = [Tiles(16, bn, w) for bn in (16, 32, 64, 128) for w in (2, 4)]
+    gemv = [Tiles(1, bn, w) for bn in (32, 64, 128, 256) for w in (2, 4)]  # qlinear's matrix-vector kernel
     moe_many = [Tiles(bm, bn, w) for bm in (16, 32, 64) for bn in (32, 64, 128) for w in (4, 8)]
     proj_many = [Tiles(bm, bn, w) for bm in (32, 64, 128) for bn in (64, 128) for w in (4, 8)]
-    return {("moe", 1): few, ("moe", 256): moe_many, ("proj", 1): few, ("proj", 256): proj_many}
+    return {("moe", 1): few, ("moe", 256): moe_many, ("proj", 1): few + gemv, ("proj", 256): proj_many}
 
 
 def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:

@@ -19,7 +19,8 @@ def qlinear_triton(
     x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str, tiles: Tiles | None = None
 ) -> torch.Tensor:
     """The Triton kernel (int4 / int8); fp8 and odd group sizes fall back to the reference. `tiles`: the
-    launch shape (default qlinear_tiles(M)), for benchmarks that compare them."""
+    launch shape (default qlinear_tiles(M)), for benchmarks that compare them; bm = 1 takes the matrix-vector
+    kernel, one program row per token."""
     k = in_features(qweight, scheme)
     group = k // scales.shape[-1]
     bk = k_block(group, k)
@@ -34,6 +35,14 @@ def qlinear_triton(
     m, n = x2.shape[0], qweight.shape[0]
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     t = tiles or qlinear_tiles(m)
+    if t.bm == 1:  # a matrix-vector product per row (tiny M: the AR token), no tensor-core tile to fill
+        from .triton_qmm import qgemv_kernel
+
+        qgemv_kernel[(triton.cdiv(n, t.bn), m)](
+            x2, qweight, scales, y, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
+            BITS=BITS[scheme], GROUP=group, BN=t.bn, BK=bk, num_warps=t.warps, num_stages=t.stages,
+        )  # fmt: skip
+        return y.reshape(*shape[:-1], n)
     grid = (triton.cdiv(m, t.bm), triton.cdiv(n, t.bn))
     qlinear_kernel[grid](
         x2, qweight, scales, y, m, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),

@@ -236,3 +236,51 @@ def moe_down_kernel(
     weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
     acc = acc * weight[:, None]
     tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def qgemv_kernel(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    N,
+    K,
+    stride_xm,
+    stride_wn,
+    stride_sn,
+    stride_ym,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
+    """y[m, N] = x[m, K] @ dequant(W[N, K]).T for one row m per program axis 1, without tl.dot: a matrix-vector
+    product on the CUDA cores, whose 16-row minimum would waste 15/16 of a tensor-core tile at M = 1. One program
+    streams BN output rows of W once (int4 bytes read whole, both nibbles used)."""
+    pid_n = tl.program_id(0)
+    m = tl.program_id(1)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_n = offs_n < N
+    acc = tl.zeros((BN,), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        s = tl.load(s_ptr + offs_n * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
+        if BITS == 4:
+            offs_b = k0 // 2 + tl.arange(0, BK // 2)
+            mask_b = offs_b < (K + 1) // 2
+            b = tl.load(
+                w_ptr + offs_n[:, None] * stride_wn + offs_b[None, :], mask=mask_n[:, None] & mask_b[None, :], other=0
+            ).to(tl.int32)
+            xe = tl.load(x_ptr + m * stride_xm + 2 * offs_b, mask=2 * offs_b < K, other=0.0).to(tl.float32)
+            xo = tl.load(x_ptr + m * stride_xm + 2 * offs_b + 1, mask=2 * offs_b + 1 < K, other=0.0).to(tl.float32)
+            part = ((b & 0xF) - 8).to(tl.float32) * xe[None, :] + (((b >> 4) & 0xF) - 8).to(tl.float32) * xo[None, :]
+        else:
+            offs_k = k0 + tl.arange(0, BK)
+            mask_k = offs_k < K
+            q = tl.load(
+                w_ptr + offs_n[:, None] * stride_wn + offs_k[None, :], mask=mask_n[:, None] & mask_k[None, :], other=0
+            ).to(tl.float32)
+            xk = tl.load(x_ptr + m * stride_xm + offs_k, mask=mask_k, other=0.0).to(tl.float32)
+            part = q * xk[None, :]
+        acc += tl.sum(part, axis=1) * s
+    tl.store(y_ptr + m * stride_ym + offs_n, acc.to(y_ptr.dtype.element_ty), mask=mask_n)

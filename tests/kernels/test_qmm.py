@@ -26,6 +26,21 @@ def test_qlinear_matches_reference(scheme, group):
     assert_matches(got, want)
 
 
+@pytest.mark.parametrize("scheme,group", [("int4", 32), ("int4", 16), ("int8", 0)])
+@pytest.mark.parametrize("m", [1, 3])
+def test_the_matrix_vector_kernel_matches_reference(scheme, group, m):
+    """bm = 1 tiles: one program row per token, no tensor-core tile (kernels/qlinear.py, qgemv_kernel)."""
+    from diffill.kernels.tiles import Tiles
+
+    torch.manual_seed(4)
+    spec = QuantSpec(scheme, group)
+    q, s = quantize_tensor(torch.randn(40, 64) * 0.05, spec, spec.group_for(64))
+    x = torch.randn(m, 64)
+    dev = device()
+    got = qlinear_triton(x.to(dev), q.to(dev), s.to(dev), scheme, Tiles(1, 16)).cpu()
+    assert_matches(got, qlinear_reference(x, q, s, scheme))
+
+
 def test_align_slots_covers_every_slot_once():
     index = torch.tensor([[0, 2], [2, 3], [0, 2], [3, 1], [2, 0]])
     slots, experts, n_padded = align_slots(index, 4, 4)
