@@ -149,8 +149,8 @@ class Speculator:
                 result.score += float(row[token])
                 # among the allowed tokens where a constraint holds: the typed word is given, not guessed
                 judged = among(out[:-1]) if among is not None and limit is not None else None
-                if judged and token in judged:
-                    norm = log_mass(row, judged)
+                if judged:  # a token outside them is judged with them (as DiffusionModel.token_beliefs does)
+                    norm = log_mass(row, judged if token in judged else [*judged, token])
                 else:
                     norm = float(torch.logsumexp(row, 0)) if limit is not None else 0.0
                 result.logprobs.append(float(row[token]) - norm)
