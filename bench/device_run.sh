@@ -17,7 +17,9 @@
 #         mv model/weights/memory.safetensors /tmp/               # 36 MB the machine does not need (64 MiB travel)
 # call:   carry [".whl"], command `bash bench/device_run.sh`, timeout_s 590
 # after:  mv /tmp/memory.safetensors model/weights/; copy kernels.json to kernels/tiles.json; a second, short call
-#         `STAGES=bench BENCH_S=200 bash bench/device_run.sh` measures the step with those tiles.
+#         `STAGES=bench BENCH_S=200 bash bench/device_run.sh` measures the step with those tiles (with
+#         DIFFILL_TILE_MAJOR=1 in front if kernels.txt shows the tile-major rows faster: then make it the default
+#         in kernels/tiles.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT}

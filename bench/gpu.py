@@ -32,7 +32,7 @@ from diffill.model.cache import KVCache
 from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.diffusion_gemma import DiffusionGemma
 from diffill.model.footprint import quantized_bytes, weight_footprint
-from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec
+from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, tile_weights, untile_weights
 from diffill.model.quant_io import convert_empty
 
 from .model import hf_config
@@ -75,6 +75,8 @@ def random_quantized_model(
                     b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype
                 )
     net.reset_rope(device)
+    if tiles.TILE_MAJOR:  # as the loader lays them out (DIFFILL_TILE_MAJOR=1)
+        tile_weights(net)
     return net.eval()
 
 
@@ -483,7 +485,8 @@ def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
 
 def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
     """The quantized kernels alone at the 26B-A4B's shapes (one MoE layer, one attention projection) for 1, 16 and
-    256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), the fp8 experts through PyTorch's
+    256 tokens: each way of reading int4 tiles (kernels/tiles.py PAIRED_INT4), the weights tile-major
+    (DIFFILL_TILE_MAJOR), the fp8 experts through PyTorch's
     grouped GEMM (kernels/grouped_fp8.py), then the launch shapes of `kernel_sweeps`, as packed bytes moved per
     second against the copy bandwidth: one device call compares the variants and says which tiles to ship.
     Written to `out_path` and returned; the fastest shape per (kernel, tokens) goes to `out_path` with the suffix
@@ -530,6 +533,13 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
                     row("proj", tokens, f"paired={flag}", functools.partial(proj, x), proj_bytes)
         finally:
             tiles.PAIRED_INT4 = default
+        for module in (experts, proj):  # the same weights tile-major (model.quant.tile_weights)
+            tile_weights(module)
+        for tokens, (x, weights, index, moe_bytes) in inputs.items():
+            row("moe", tokens, "tile-major", functools.partial(experts, x, weights, index), moe_bytes)
+            row("proj", tokens, "tile-major", functools.partial(proj, x), proj_bytes)
+        for module in (experts, proj):
+            untile_weights(module)
         fp8 = QuantExperts(e, h, config.moe_intermediate_size, QuantSpec.of("fp8"), device=device)
         fill_quantized(fp8, fp8.spec, device)
         fp8_bytes = sum(b.nbytes for b in fp8.buffers()) / e

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ._triton import use_triton
-from .qformat import dequantize, in_features
+from .qformat import dequantize, in_features, weight_strides
 from .tiles import Tiles, k_block, moe_tiles, paired
 
 
@@ -121,8 +121,8 @@ def fused_moe_triton(
 ):
     """The two Triton kernels (int4 / int8); other formats fall back to the reference. `tiles`: the launch
     shape of both (default: kernels.tiles for these tokens), for benchmarks that compare them."""
-    e, two_ie, _ = w.gate_up_qweight.shape
-    h = in_features(w.gate_up_qweight, w.scheme)
+    e, two_ie = w.gate_up_scales.shape[:2]
+    h = in_features(w.gate_up_qweight, w.scheme, w.gate_up_scales)
     ie = two_ie // 2
     g1 = h // w.gate_up_scales.shape[-1]
     g2 = ie // w.down_scales.shape[-1]
@@ -139,13 +139,15 @@ def fused_moe_triton(
     launch = tiles or moe_tiles(index.shape[0])
     bm, bn = launch.bm, launch.bn
     sorted_slots, block_expert, n_padded = align_slots(index, e, bm)
+    gu_wn, gu_wb = weight_strides(w.gate_up_qweight, w.gate_up_scales, w.scheme, bk1)
+    dn_wn, dn_wb = weight_strides(w.down_qweight, w.down_scales, w.scheme, bk2)
     x = x.contiguous()
     hidden = torch.empty(n_slots, ie, dtype=x.dtype, device=x.device)
     grid1 = (sorted_slots.numel() // bm, triton.cdiv(ie, bn))
     moe_gate_up_kernel[grid1](
         x, w.gate_up_qweight, w.gate_up_scales, hidden, sorted_slots, block_expert, n_padded,
-        n_slots, h, ie, k, x.stride(0), w.gate_up_qweight.stride(0), w.gate_up_qweight.stride(1),
-        w.gate_up_scales.stride(0), w.gate_up_scales.stride(1), hidden.stride(0),
+        n_slots, h, ie, k, x.stride(0), w.gate_up_qweight.stride(0), gu_wn, gu_wb, w.gate_up_scales.stride(0),
+        w.gate_up_scales.stride(1), hidden.stride(0),
         BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1, PAIRED=paired(bits, bk1), num_warps=launch.warps,
         num_stages=launch.stages,
     )  # fmt: skip
@@ -154,8 +156,8 @@ def fused_moe_triton(
     grid2 = (sorted_slots.numel() // bm, triton.cdiv(h, bn))
     moe_down_kernel[grid2](
         hidden, w.down_qweight, w.down_scales, out, topw, sorted_slots, block_expert, n_padded,
-        n_slots, ie, h, hidden.stride(0), w.down_qweight.stride(0), w.down_qweight.stride(1),
-        w.down_scales.stride(0), w.down_scales.stride(1), out.stride(0),
+        n_slots, ie, h, hidden.stride(0), w.down_qweight.stride(0), dn_wn, dn_wb, w.down_scales.stride(0),
+        w.down_scales.stride(1), out.stride(0),
         BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2), num_warps=launch.warps,
         num_stages=launch.stages,
     )  # fmt: skip

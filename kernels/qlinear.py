@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ._triton import use_triton
-from .qformat import BITS, dequantize, in_features
+from .qformat import BITS, dequantize, in_features, weight_strides
 from .tiles import Tiles, k_block, paired, qlinear_tiles
 
 
@@ -21,7 +21,7 @@ def qlinear_triton(
     """The Triton kernel (int4 / int8); fp8 and odd group sizes fall back to the reference. `tiles`: the
     launch shape (default qlinear_tiles(M)), for benchmarks that compare them; bm = 1 takes the matrix-vector
     kernel, one program row per token."""
-    k = in_features(qweight, scheme)
+    k = in_features(qweight, scheme, scales)
     group = k // scales.shape[-1]
     bk = k_block(group, k)
     if scheme == "fp8" or bk is None:
@@ -32,20 +32,21 @@ def qlinear_triton(
 
     shape = x.shape
     x2 = x.reshape(-1, k).contiguous()
-    m, n = x2.shape[0], qweight.shape[0]
+    m, n = x2.shape[0], scales.shape[0]
+    stride_wn, stride_wb = weight_strides(qweight, scales, scheme, bk)
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     t = tiles or qlinear_tiles(m)
     if t.bm == 1:  # a matrix-vector product per row (tiny M: the AR token), no tensor-core tile to fill
         from .triton_qmm import qgemv_kernel
 
         qgemv_kernel[(triton.cdiv(n, t.bn), m)](
-            x2, qweight, scales, y, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
+            x2, qweight, scales, y, n, k, x2.stride(0), stride_wn, stride_wb, scales.stride(0), y.stride(0),
             BITS=BITS[scheme], GROUP=group, BN=t.bn, BK=bk, num_warps=t.warps, num_stages=t.stages,
         )  # fmt: skip
         return y.reshape(*shape[:-1], n)
     grid = (triton.cdiv(m, t.bm), triton.cdiv(n, t.bn))
     qlinear_kernel[grid](
-        x2, qweight, scales, y, m, n, k, x2.stride(0), qweight.stride(0), scales.stride(0), y.stride(0),
+        x2, qweight, scales, y, m, n, k, x2.stride(0), stride_wn, stride_wb, scales.stride(0), y.stride(0),
         BITS=BITS[scheme], GROUP=group, BM=t.bm, BN=t.bn, BK=bk, PAIRED=paired(BITS[scheme], bk),
         num_warps=t.warps, num_stages=t.stages,
     )  # fmt: skip

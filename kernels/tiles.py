@@ -95,3 +95,6 @@ def paired(bits: int, bk: int) -> bool:
 
 
 PAIRED_INT4 = True
+# Quantized weights rearranged tile-major at load on a GPU (model.quant.tile_weights): off until a GPU run of
+# `bench gpu --kernels` shows it faster (it times both layouts); DIFFILL_TILE_MAJOR=1 turns it on.
+TILE_MAJOR = os.environ.get("DIFFILL_TILE_MAJOR", "") == "1"

@@ -20,29 +20,37 @@ def gelu_tanh(x):
 
 @triton.jit
 def load_weight_tile(
-    w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS: tl.constexpr, GROUP: tl.constexpr, BK: tl.constexpr
+    w_blk, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS: tl.constexpr, GROUP: tl.constexpr, BK: tl.constexpr
 ):
-    """Dequantized, transposed weight tile [BK, BN] (fp32) for output rows `rows` and inputs k0 .. k0 + BK."""
-    offs_k = k0 + tl.arange(0, BK)
-    mask = (offs_k[:, None] < K) & mask_n[None, :]
+    """Dequantized, transposed weight tile [BK, BN] (fp32) for output rows `rows` and inputs k0 .. k0 + BK;
+    `w_blk` points at the tile's first byte of row 0 (block_ptr: either layout)."""
+    local = tl.arange(0, BK)
+    mask = ((k0 + local)[:, None] < K) & mask_n[None, :]
     if BITS == 4:
-        b = tl.load(w_ptr + rows[None, :] * stride_wn + offs_k[:, None] // 2, mask=mask, other=0).to(tl.int32)
-        q = ((b >> ((offs_k[:, None] % 2) * 4)) & 0xF) - 8
+        b = tl.load(w_blk + rows[None, :] * stride_wn + local[:, None] // 2, mask=mask, other=0).to(tl.int32)
+        q = ((b >> ((local[:, None] % 2) * 4)) & 0xF) - 8
     else:
-        q = tl.load(w_ptr + rows[None, :] * stride_wn + offs_k[:, None], mask=mask, other=0).to(tl.int32)
+        q = tl.load(w_blk + rows[None, :] * stride_wn + local[:, None], mask=mask, other=0).to(tl.int32)
     s = tl.load(s_ptr + rows * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
     return q.to(tl.float32) * s[None, :]
 
 
 @triton.jit
-def load_weight_pairs(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP: tl.constexpr, BK: tl.constexpr):
+def block_ptr(w_ptr, k0, stride_wb, BK: tl.constexpr):
+    """The first byte of the K tile at k0 (row 0): k0 / BK tiles on. stride_wb is a tile's bytes in a row-major
+    weight (BK/2 or BK) and N times that in a tile-major one (kernels/qformat.py tile_major)."""
+    return w_ptr + (k0 // BK) * stride_wb
+
+
+@triton.jit
+def load_weight_pairs(w_blk, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP: tl.constexpr, BK: tl.constexpr):
     """The even-K and odd-K halves [BK/2, BN] (fp32) of an int4 tile, from one load of its BK/2 x BN bytes.
 
     Each byte is read once and the bytes of a row are contiguous along the tile's first axis, so a warp's loads
     coalesce (load_weight_tile's `offs_k // 2` reads each byte twice and hides that contiguity from Triton)."""
-    offs_b = k0 // 2 + tl.arange(0, BK // 2)
-    mask = (offs_b[:, None] < (K + 1) // 2) & mask_n[None, :]
-    b = tl.load(w_ptr + rows[None, :] * stride_wn + offs_b[:, None], mask=mask, other=0).to(tl.int32)
+    local = tl.arange(0, BK // 2)
+    mask = ((k0 // 2 + local)[:, None] < (K + 1) // 2) & mask_n[None, :]
+    b = tl.load(w_blk + rows[None, :] * stride_wn + local[:, None], mask=mask, other=0).to(tl.int32)
     s = tl.load(s_ptr + rows * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
     even = ((b & 0xF) - 8).to(tl.float32) * s[None, :]
     odd = (((b >> 4) & 0xF) - 8).to(tl.float32) * s[None, :]
@@ -77,16 +85,17 @@ def load_rows(ptr, row_offsets, row_mask, k0, K, BK: tl.constexpr, PAIRED: tl.co
 
 @triton.jit
 def dot_weights(
-    acc, a0, a1, w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn,
+    acc, a0, a1, w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_wb, stride_sn,
     BITS: tl.constexpr, GROUP: tl.constexpr, BK: tl.constexpr, PAIRED: tl.constexpr,
 ):  # fmt: skip
     """acc + activations (from load_rows) @ the dequantized weight tile of output `rows`, inputs k0 .. k0+BK."""
+    w_blk = block_ptr(w_ptr, k0, stride_wb, BK)
     if PAIRED:
-        we, wo = load_weight_pairs(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+        we, wo = load_weight_pairs(w_blk, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
         acc += tl.dot(a0, we.to(a0.dtype))
         acc += tl.dot(a1, wo.to(a1.dtype))
     else:
-        w = load_weight_tile(w_ptr, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+        w = load_weight_tile(w_blk, s_ptr, rows, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
         acc += tl.dot(a0, w.to(a0.dtype))
     return acc
 
@@ -102,6 +111,7 @@ def qlinear_kernel(
     K,
     stride_xm,
     stride_wn,
+    stride_wb,
     stride_sn,
     stride_ym,
     BITS: tl.constexpr,
@@ -122,7 +132,7 @@ def qlinear_kernel(
     for k0 in range(0, K, BK):
         a0, a1 = load_rows(x_ptr, offs_m * stride_xm, mask_m, k0, K, BK, PAIRED)
         acc = dot_weights(
-            acc, a0, a1, w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+            acc, a0, a1, w_ptr, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_wb, stride_sn, BITS, GROUP, BK, PAIRED
         )
     tl.store(
         y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :],
@@ -147,6 +157,7 @@ def moe_gate_up_kernel(
     stride_xm,
     stride_we,
     stride_wn,
+    stride_wb,
     stride_se,
     stride_sn,
     stride_hm,
@@ -178,10 +189,25 @@ def moe_gate_up_kernel(
     for k0 in range(0, K, BK):
         a0, a1 = load_rows(x_ptr, tokens * stride_xm, valid, k0, K, BK, PAIRED)
         acc_g = dot_weights(
-            acc_g, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+            acc_g, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_wb, stride_sn, BITS, GROUP, BK, PAIRED
         )
         acc_u = dot_weights(
-            acc_u, a0, a1, w_e, s_e, offs_n + IE, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED
+            acc_u,
+            a0,
+            a1,
+            w_e,
+            s_e,
+            offs_n + IE,
+            mask_n,
+            k0,
+            K,
+            stride_wn,
+            stride_wb,
+            stride_sn,
+            BITS,
+            GROUP,
+            BK,
+            PAIRED,
         )
     h = gelu_tanh(acc_g) * acc_u
     tl.store(
@@ -207,6 +233,7 @@ def moe_down_kernel(
     stride_hm,
     stride_we,
     stride_wn,
+    stride_wb,
     stride_se,
     stride_sn,
     stride_ym,
@@ -232,7 +259,9 @@ def moe_down_kernel(
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
         a0, a1 = load_rows(h_ptr, slots * stride_hm, valid, k0, K, BK, PAIRED)
-        acc = dot_weights(acc, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK, PAIRED)
+        acc = dot_weights(
+            acc, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_wb, stride_sn, BITS, GROUP, BK, PAIRED
+        )
     weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
     acc = acc * weight[:, None]
     tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])
@@ -248,6 +277,7 @@ def qgemv_kernel(
     K,
     stride_xm,
     stride_wn,
+    stride_wb,
     stride_sn,
     stride_ym,
     BITS: tl.constexpr,
@@ -265,20 +295,23 @@ def qgemv_kernel(
     acc = tl.zeros((BN,), dtype=tl.float32)
     for k0 in range(0, K, BK):
         s = tl.load(s_ptr + offs_n * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
+        w_blk = block_ptr(w_ptr, k0, stride_wb, BK)
         if BITS == 4:
-            offs_b = k0 // 2 + tl.arange(0, BK // 2)
+            local = tl.arange(0, BK // 2)
+            offs_b = k0 // 2 + local
             mask_b = offs_b < (K + 1) // 2
             b = tl.load(
-                w_ptr + offs_n[:, None] * stride_wn + offs_b[None, :], mask=mask_n[:, None] & mask_b[None, :], other=0
+                w_blk + offs_n[:, None] * stride_wn + local[None, :], mask=mask_n[:, None] & mask_b[None, :], other=0
             ).to(tl.int32)
             xe = tl.load(x_ptr + m * stride_xm + 2 * offs_b, mask=2 * offs_b < K, other=0.0).to(tl.float32)
             xo = tl.load(x_ptr + m * stride_xm + 2 * offs_b + 1, mask=2 * offs_b + 1 < K, other=0.0).to(tl.float32)
             part = ((b & 0xF) - 8).to(tl.float32) * xe[None, :] + (((b >> 4) & 0xF) - 8).to(tl.float32) * xo[None, :]
         else:
-            offs_k = k0 + tl.arange(0, BK)
+            local = tl.arange(0, BK)
+            offs_k = k0 + local
             mask_k = offs_k < K
             q = tl.load(
-                w_ptr + offs_n[:, None] * stride_wn + offs_k[None, :], mask=mask_n[:, None] & mask_k[None, :], other=0
+                w_blk + offs_n[:, None] * stride_wn + local[None, :], mask=mask_n[:, None] & mask_k[None, :], other=0
             ).to(tl.float32)
             xk = tl.load(x_ptr + m * stride_xm + offs_k, mask=mask_k, other=0.0).to(tl.float32)
             part = q * xk[None, :]

@@ -22,7 +22,7 @@ from torch import nn
 
 from .config import CheckpointError, DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
-from .quant import QuantSpec
+from .quant import QuantSpec, tile_weights, untile_weights
 from .quant_io import QUANT_KEY, prepare_quantized, quantization_entry
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,12 @@ def save_quantized(net: nn.Module, folder: str | os.PathLike) -> Path:
     if spec is None:
         raise ValueError("the model is not quantized (quantize_model or from_pretrained(quantization=...) first)")
     out = Path(folder)
-    save_model(net, out)
+    tiled = untile_weights(net)  # checkpoints hold the row-major layout
+    try:
+        save_model(net, out)
+    finally:
+        if tiled:
+            tile_weights(net)
     raw: dict[str, Any] = json.loads((out / "config.json").read_text(encoding="utf-8"))
     raw[QUANT_KEY] = spec.as_dict()
     (out / "config.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")

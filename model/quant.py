@@ -17,8 +17,9 @@ import torch
 from torch import nn
 
 from diffill.kernels.moe import QuantizedExperts, fused_moe
-from diffill.kernels.qformat import FP8_DTYPE, SCALE_DTYPE, dequantize, pack_int4
+from diffill.kernels.qformat import FP8_DTYPE, SCALE_DTYPE, dequantize, in_features, pack_int4, row_major, tile_major
 from diffill.kernels.qlinear import qlinear
+from diffill.kernels.tiles import k_block
 
 from .modules import Experts
 
@@ -195,3 +196,46 @@ def quantize_model(net: nn.Module, scheme: str | QuantSpec) -> nn.Module:
         set_submodule(net, name, quantized_module(module, spec, tensors))
     net.quantization = spec
     return net
+
+
+# ----- the kernels' layout -----
+_PACKED = (("qweight", "scales"), ("gate_up_qweight", "gate_up_scales"), ("down_qweight", "down_scales"))
+
+
+def _packed_pairs(net: nn.Module):
+    """(module, qweight name, scales name) of every int4/int8 packed weight in `net`."""
+    for module in net.modules():
+        if isinstance(module, (QuantLinear, QuantExperts)) and module.spec.scheme in ("int4", "int8"):
+            for q, sc in _PACKED:
+                if hasattr(module, q):
+                    yield module, q, sc
+
+
+def tile_weights(net: nn.Module) -> int:
+    """Rearranges every int4/int8 weight tile-major (kernels/qformat.py) for the K tile its kernel reads, so that
+    each weight tile is one contiguous run of memory; returns how many were. Only where the Triton kernels run
+    (the torch paths read either layout, at the cost of a copy). Weights whose K does not split are left."""
+    done = 0
+    for module, q, sc in _packed_pairs(net):
+        qweight, scales = getattr(module, q), getattr(module, sc)
+        if qweight.ndim == scales.ndim + 1:
+            continue
+        k = in_features(qweight, module.spec.scheme)
+        bk = k_block(k // scales.shape[-1], k)
+        try:
+            setattr(module, q, tile_major(qweight, module.spec.scheme, bk) if bk else qweight)
+        except ValueError:
+            continue
+        done += bk is not None
+    return done
+
+
+def untile_weights(net: nn.Module) -> int:
+    """The row-major layout back (what checkpoints store); returns how many weights were tile-major."""
+    done = 0
+    for module, q, sc in _packed_pairs(net):
+        qweight, scales = getattr(module, q), getattr(module, sc)
+        if qweight.ndim == scales.ndim + 1:
+            setattr(module, q, row_major(qweight, scales).contiguous())
+            done += 1
+    return done

@@ -47,6 +47,9 @@ def test_kernel_table_dry_run_times_both_tile_reads_and_the_sweep(tmp_path):
     assert len(swept) == sum(len(v) for v in kernel_sweeps(True).values())
     assert all(float(r.split()[-3]) > 0 for r in rows)  # each row timed
     assert {r.split()[1] for r in rows if "fp8 grouped" in r} == {"1", "16", "256"}
+    assert {(r.split()[0], r.split()[1]) for r in rows if "tile-major" in r} == {
+        (k, str(t)) for k in ("moe", "proj") for t in (1, 16, 256)
+    }
     assert tiles.PAIRED_INT4  # the default is back after the table
     chosen = tiles.parse_table(json.loads(out.with_suffix(".json").read_text()))  # the fastest swept, to ship
     for (kernel, tokens), variants in kernel_sweeps(True).items():

@@ -119,3 +119,35 @@ def test_other_launch_shapes_compute_the_same():
     want = qlinear_reference(x, q, s, "int4")
     for shape in (Tiles(16, 16, 2), Tiles(128, 64, 8)):
         assert_matches(qlinear_triton(x.to(dev), q.to(dev), s.to(dev), "int4", shape).cpu(), want)
+
+
+@pytest.mark.parametrize("scheme,group", [("int4", 32), ("int4", 16), ("int8", 0)])
+def test_tile_major_weights_give_the_same_products(scheme, group):
+    """Weights rearranged tile-major (kernels/qformat.py) through every kernel: tl.dot tiles, the matrix-vector
+    kernel, both MoE halves; and back to row-major for the reference."""
+    from diffill.kernels.qformat import row_major, tile_major
+    from diffill.kernels.tiles import Tiles, k_block
+
+    torch.manual_seed(5)
+    spec = QuantSpec(scheme, group)
+    q, s = quantize_tensor(torch.randn(48, 64) * 0.05, spec, spec.group_for(64))
+    bk = k_block(64 // s.shape[-1], 64)
+    tiled = tile_major(q, scheme, bk)
+    assert tiled.ndim == 3 and torch.equal(row_major(tiled, s), q)
+    x = torch.randn(5, 64)
+    dev = device()
+    want = qlinear_reference(x, q, s, scheme)
+    for t in (None, Tiles(1, 16)):
+        assert_matches(qlinear_triton(x.to(dev), tiled.to(dev), s.to(dev), scheme, t).cpu(), want)
+    w = _experts(scheme, group)
+    bk1 = k_block(64 // w.gate_up_scales.shape[-1], 64)
+    bk2 = k_block(32 // w.down_scales.shape[-1], 32)
+    tiled_w = QuantizedExperts(
+        tile_major(w.gate_up_qweight, scheme, bk1), w.gate_up_scales, tile_major(w.down_qweight, scheme, bk2),
+        w.down_scales, scheme,
+    )  # fmt: skip
+    x = torch.randn(9, 64)
+    weights, index = torch.rand(9, 4).softmax(-1).topk(2, dim=-1)
+    got = fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), _on(tiled_w, dev)).cpu()
+    assert_matches(got, fused_moe_reference(x, weights, index, w))
+    assert_matches(fused_moe_reference(x, weights, index, tiled_w), fused_moe_reference(x, weights, index, w))
