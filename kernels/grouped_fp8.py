@@ -1,4 +1,5 @@
-"""MoE over fp8 (e4m3) experts through PyTorch's own grouped GEMM: CUTLASS on Hopper, no Triton.
+"""fp8 (e4m3) weights through PyTorch's own scaled GEMMs (CUTLASS on Hopper, no Triton): the MoE's grouped
+product and the plain linear layers.
 
 The slots are sorted by expert (kernels.moe.sort_slots) so that each expert's rows are one contiguous group;
 `offs` holds the groups' ends. Activations are quantized to e4m3 per row (absmax / 448), weights are stored
@@ -27,8 +28,9 @@ def _hopper(index: int) -> bool:
     return torch.cuda.get_device_capability(index) >= (9, 0)
 
 
-def scaled_grouped_available(x: torch.Tensor) -> bool:
-    """Whether torch._scaled_grouped_mm serves this device (CUDA, compute capability 9.0 or later)."""
+def fp8_gemms_available(x: torch.Tensor) -> bool:
+    """Whether torch._scaled_grouped_mm and torch._scaled_mm serve this device (CUDA, compute capability 9.0 or
+    later, a torch with e4m3)."""
     return x.is_cuda and FP8_DTYPE is not None and hasattr(torch, "_scaled_grouped_mm") and _hopper(x.device.index or 0)
 
 
@@ -56,9 +58,28 @@ def grouped_linear(rows: torch.Tensor, qweight: torch.Tensor, scales: torch.Tens
     a, scale_a = quantize_rows(rows)
     b = qweight.transpose(-2, -1)  # [E, K, N], column-major as the CUTLASS kernel reads it (no copy)
     scale_b = scales[..., 0].float()
-    if scaled_grouped_available(rows):
+    if fp8_gemms_available(rows):
         return torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs=offs, out_dtype=torch.bfloat16)
     return grouped_scaled_mm_emulated(a, scale_a, b, scale_b, offs)
+
+
+def scaled_mm_emulated(a: torch.Tensor, scale_a: torch.Tensor, b: torch.Tensor, scale_b: torch.Tensor):
+    """What torch._scaled_mm computes with row-wise scales, from the same fp8 operands: (a @ b) * scale_a [M, 1] *
+    scale_b [1, N] in fp32 sums, rounded to bf16."""
+    return (a.float() @ b.float() * scale_a * scale_b).to(torch.bfloat16)
+
+
+def fp8_linear(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """x [..., K] @ W.T for an e4m3 weight [N, K] with per-output-channel scales [N, 1], as bf16 [..., N]:
+    torch._scaled_mm with row-wise scales on Hopper (the weight read once as fp8, not dequantized per call)."""
+    shape = x.shape
+    a, scale_a = quantize_rows(x.reshape(-1, shape[-1]))
+    b, scale_b = qweight.t(), scales.float().reshape(1, -1)  # column-major [K, N], as the kernel reads it
+    if fp8_gemms_available(x):
+        out = torch._scaled_mm(a, b, scale_a[:, None], scale_b, out_dtype=torch.bfloat16)
+    else:
+        out = scaled_mm_emulated(a, scale_a[:, None], b, scale_b)
+    return out.reshape(*shape[:-1], -1)
 
 
 def fp8_grouped_moe(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: QuantizedExperts) -> torch.Tensor:

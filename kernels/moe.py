@@ -170,7 +170,7 @@ def fused_moe(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: Qu
     if w.scheme == "fp8":
         from . import grouped_fp8
 
-        if grouped_fp8.scaled_grouped_available(x) and w.gate_up_scales.shape[-1] == 1:
+        if grouped_fp8.fp8_gemms_available(x) and w.gate_up_scales.shape[-1] == 1:
             return grouped_fp8.fp8_grouped_moe(x, weights, index, w)
         return fused_moe_reference(x, weights, index, w)
     if use_triton(x, w.gate_up_qweight):

@@ -54,6 +54,12 @@ def qlinear_triton(
 
 
 def qlinear(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme: str) -> torch.Tensor:
+    if scheme == "fp8":
+        from . import grouped_fp8
+
+        if grouped_fp8.fp8_gemms_available(x) and scales.shape[-1] == 1:  # Hopper: torch._scaled_mm
+            return grouped_fp8.fp8_linear(x, qweight, scales).to(x.dtype)
+        return qlinear_reference(x, qweight, scales, scheme)
     if use_triton(x, qweight):
         return qlinear_triton(x, qweight, scales, scheme)
     return qlinear_reference(x, qweight, scales, scheme)

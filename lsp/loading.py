@@ -81,7 +81,7 @@ class ModelLoader:
                         self.client.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
 
                 s = self.host.settings
-                quant = None if s.quantization == "none" else s.quantization
+                quant = None if s.quantization == "none" else s.quantization  # "auto": model.runtime decides
                 loaded = runtime.load(s.model, s.device, s.threads, on_progress, quant, dtype=s.precision)
                 self.host.install(loaded)
                 precision = str(loaded.model.net.dtype).removeprefix("torch.")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua", "plaintext")
 DEVICES = ("auto", "cpu", "cuda", "mps")
-QUANTIZATION = ("none", "int8", "int4", "fp8")
+QUANTIZATION = ("auto", "none", "int8", "int4", "fp8")
 PRECISIONS = ("auto", "float32", "bfloat16")
 
 
@@ -24,7 +24,7 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 class Settings:
     model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
     device: str = "auto"
-    quantization: str = "none"
+    quantization: str = "auto"  # the device's best fit (model.runtime.pick_quantization); "none" = as stored
     precision: str = "auto"  # activations/weights: auto = bf16 on GPUs, fp32 on CPUs
     steps: int = 4  # denoising steps per canvas (the sampler also stops early when stable)
     canvas_length: int = 0  # 0 = the model's own canvas length

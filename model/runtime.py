@@ -12,10 +12,12 @@ from pathlib import Path
 import torch
 
 from .api import DiffusionModel
+from .config import DiffusionGemmaConfig
 from .embedded import EMBEDDED_DIR, embedded_available
 from .loader import CheckpointError, resolve_checkpoint
 from .memory import FILE_NAME as MEMORY_FILE
 from .memory import CorpusMemory, load_memory
+from .quant_io import quantization_entry
 from .tokenizer import CodeTokenizer
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,39 @@ def pick_threads(requested: int, n_params: int) -> int:
     return min(cores // 2, 8)
 
 
+QUANTIZE_FROM_PARAMS = 1_000_000_000  # smaller models gain nothing from quantized weights, and lose accuracy
+MEMORY_HEADROOM = 1.2  # weights times this (activations, the cache, the allocator's slack) must fit the free memory
+
+
+def pick_quantization(
+    requested: str | None, device: str, config: DiffusionGemmaConfig | None, free_bytes: int | None = None,
+    hopper: bool | None = None,
+) -> str | None:  # fmt: skip
+    """The weight format `requested` means here: a scheme, None (as stored), or for "auto" the device's best fit.
+    On CUDA, a model of a billion parameters or more: fp8 on Hopper (PyTorch's grouped GEMM, kernels/grouped_fp8.py)
+    if it fits the free memory, else int4 (the Triton kernels, a quarter of bf16); on other GPUs bf16 if it fits,
+    else int4. Anything else (CPUs, MPS, the embedded model, a checkpoint without a config) stays as stored."""
+    if requested != "auto":
+        return None if requested in (None, "none") else requested
+    if not str(device).startswith("cuda") or config is None:
+        return None
+    from .footprint import DENSE_BYTES, weight_footprint
+
+    if weight_footprint(config, "bf16").total_bytes < QUANTIZE_FROM_PARAMS * DENSE_BYTES:
+        return None
+    if free_bytes is None or hopper is None:
+        index = torch.device(device).index or 0
+        free_bytes = torch.cuda.mem_get_info(index)[0] if free_bytes is None else free_bytes
+        hopper = torch.cuda.get_device_capability(index) >= (9, 0) if hopper is None else hopper
+
+    def fits(precision: str) -> bool:
+        return weight_footprint(config, precision).total_bytes * MEMORY_HEADROOM <= free_bytes
+
+    if hopper:
+        return "fp8" if fits("fp8") else "int4"
+    return None if fits("bf16") else "int4"
+
+
 @dataclass
 class LoadedModel:
     model: DiffusionModel
@@ -85,6 +120,7 @@ def load(
         folder = EMBEDDED_DIR
     else:
         folder = resolve_checkpoint(source)
+    quantization = pick_quantization(quantization, dev, _stored_config(folder))
     model = DiffusionModel.from_pretrained(
         folder, device=dev, dtype=pick_dtype(dev, dtype), progress=progress, quantization=quantization
     )
@@ -131,6 +167,17 @@ def load(
         span_min_confidence=span_confidence,
         speculative=speculative,
     )
+
+
+def _stored_config(folder: Path) -> DiffusionGemmaConfig | None:
+    """The folder's config when its weights are stored unquantized (a quantized checkpoint loads as it is)."""
+    path = folder / "config.json"
+    if not path.exists() or quantization_entry(path) is not None:
+        return None
+    try:
+        return DiffusionGemmaConfig.from_file(path)
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def _memory(path: Path, vocab_size: int) -> CorpusMemory | None:

@@ -85,8 +85,8 @@ def test_fused_moe_takes_the_grouped_path_where_the_op_runs(monkeypatch):
     w = experts()
     weights, index = routing(5)
     x = torch.randn(5, H)
-    assert not grouped_fp8.scaled_grouped_available(x)  # a CPU tensor
-    monkeypatch.setattr(grouped_fp8, "scaled_grouped_available", lambda x: True)
+    assert not grouped_fp8.fp8_gemms_available(x)  # a CPU tensor
+    monkeypatch.setattr(grouped_fp8, "fp8_gemms_available", lambda x: True)
     monkeypatch.setattr(torch, "_scaled_grouped_mm", scaled_grouped_mm, raising=False)
     got = fused_moe(x, weights, index, w)
     assert calls == [
@@ -94,3 +94,28 @@ def test_fused_moe_takes_the_grouped_path_where_the_op_runs(monkeypatch):
         (grouped_fp8.FP8_DTYPE, (E, IE, H), torch.bfloat16),
     ]
     torch.testing.assert_close(got, grouped_fp8.fp8_grouped_moe(x, weights, index, w))
+
+
+def test_fp8_linear_matches_the_reference_and_calls_scaled_mm_where_it_runs(monkeypatch):
+    """The plain fp8 linear layers: torch._scaled_mm with row-wise scales on Hopper (stood in for by its
+    emulation here), the weight never dequantized."""
+    from diffill.kernels.qlinear import qlinear, qlinear_reference
+
+    torch.manual_seed(3)
+    spec = QuantSpec("fp8", 0)
+    q, s = quantize_tensor(torch.randn(48, 64) * 0.1, spec, spec.group_for(64))
+    x = torch.randn(2, 5, 64)
+    want = qlinear_reference(x, q, s, "fp8")
+    got = grouped_fp8.fp8_linear(x, q, s)
+    assert got.shape == want.shape == (2, 5, 48)
+    assert float((got.float() - want).norm() / want.norm()) < 0.06  # the activations' e4m3 rounding
+    calls = []
+
+    def scaled_mm(a, b, scale_a, scale_b, out_dtype=None):
+        calls.append((a.dtype, tuple(b.shape), b.stride(), tuple(scale_a.shape), tuple(scale_b.shape), out_dtype))
+        return grouped_fp8.scaled_mm_emulated(a, scale_a, b, scale_b)
+
+    monkeypatch.setattr(grouped_fp8, "fp8_gemms_available", lambda x: True)
+    monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
+    torch.testing.assert_close(qlinear(x, q, s, "fp8"), got.to(x.dtype))
+    assert calls == [(grouped_fp8.FP8_DTYPE, (64, 48), (1, 64), (10, 1), (1, 48), torch.bfloat16)]  # column-major B
