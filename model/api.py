@@ -195,9 +195,7 @@ class DiffusionModel:
             return [([], 0.0)]
         # The beams advance in lockstep, one batched encoder step each: row i of `rows` holds the prompt and beam
         # i's tokens but its last (the prompt's keys/values are shared, copied once per beam).
-        rows = KVCache(len(cache.keys))
-        rows.keys = [x.expand(len(beams), *x.shape[1:]) for x in cache.keys]
-        rows.values = [x.expand(len(beams), *x.shape[1:]) for x in cache.values]
+        rows = cache.expanded(len(beams))
         done: list[tuple[list[int], float]] = []
         while beams:
             live = [i for i, (tokens, _) in enumerate(beams) if tokens[-1] not in stop_ids and len(tokens) < max_tokens]
@@ -294,12 +292,9 @@ class DiffusionModel:
         fed = [[last, *(continuations[i] if ends is not None else continuations[i][:-1])] for i in asked]
         width = max(len(f) for f in fed)
         batch = torch.tensor([f + [0] * (width - len(f)) for f in fed], device=device)
-        copies = KVCache(len(cache.keys))
-        copies.keys = [x.expand(len(fed), *x.shape[1:]) if x is not None else None for x in cache.keys]
-        copies.values = [x.expand(len(fed), *x.shape[1:]) if x is not None else None for x in cache.values]
+        copies = cache.expanded(len(fed))
         logps = torch.log_softmax(self.net.head(self.net.encode(batch, copies)).float(), dim=-1)
-        for layer, (k, v) in enumerate(zip(copies.keys, copies.values, strict=True)):  # the prompt's last token
-            cache.keys[layer], cache.values[layer] = k[:1, :, :n].clone(), v[:1, :, :n].clone()
+        cache.adopt(copies, n)  # the prompt's last token, fed again with each continuation
         for b, i in enumerate(asked):
             tokens = continuations[i]
             logp = logps[b, : len(fed[b])]

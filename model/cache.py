@@ -69,6 +69,20 @@ class KVCache:
             self.keys[layer] = torch.cat([self.keys[layer], k], dim=2)
             self.values[layer] = torch.cat([self.values[layer], v], dim=2)
 
+    def expanded(self, n: int) -> KVCache:
+        """The cached positions repeated in `n` batch rows (views, no copy): a growing cache the rows extend
+        (beams, continuations scored side by side)."""
+        rows = KVCache(len(self.keys))
+        rows.keys = [x.expand(n, *x.shape[1:]) if x is not None else None for x in self.keys]
+        rows.values = [x.expand(n, *x.shape[1:]) if x is not None else None for x in self.values]
+        return rows
+
+    def adopt(self, rows: KVCache, length: int) -> None:
+        """The first `length` positions of row 0 of `rows` (an `expanded` copy grown past this cache) as this
+        cache's own."""
+        for layer, (k, v) in enumerate(zip(rows.keys, rows.values, strict=True)):
+            self.keys[layer], self.values[layer] = k[:1, :, :length].clone(), v[:1, :, :length].clone()
+
     def truncate(self, length: int) -> None:
         """Forget every position at or after `length`."""
         for i, k in enumerate(self.keys):

@@ -17,6 +17,7 @@ from diffill.kernels import sampler as kernel_sampler
 from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .modules import Layer, RMSNorm, SelfConditioning, rope_cos_sin, rope_inv_freq
+from .static_cache import StaticKVCache
 
 
 class DiffusionGemma(nn.Module):
@@ -31,6 +32,9 @@ class DiffusionGemma(nn.Module):
         self.register_buffer("encoder_layer_scalars", torch.ones(config.num_hidden_layers))
         self.reset_rope()
         self.passes = 0  # encoder and decoder passes run so far (a completion's trace counts its own)
+        # positions of each new cache when it is to be a fixed-capacity one (model/static_cache.py: what CUDA
+        # graphs need); None: caches that grow
+        self.cache_capacity: int | None = None
 
     def reset_rope(self, device: torch.device | str | None = None) -> None:
         """(Re)computes the RoPE inverse frequencies, e.g. after a model was built on the meta device."""
@@ -50,7 +54,9 @@ class DiffusionGemma(nn.Module):
     def device(self) -> torch.device:
         return self.embed_tokens.weight.device
 
-    def new_cache(self) -> KVCache:
+    def new_cache(self) -> KVCache | StaticKVCache:
+        if self.cache_capacity is not None:
+            return StaticKVCache(self.config, self.cache_capacity, self.device, self.dtype)
         return KVCache(self.config.num_hidden_layers)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .cache import causal_mask
+from .cache import KVCache, causal_mask
 from .config import DiffusionGemmaConfig
 
 MIN_CAPACITY = 256
@@ -64,6 +64,23 @@ class StaticKVCache:
 
     def reset(self) -> None:
         self.truncate(0)
+
+    def expanded(self, n: int) -> KVCache:
+        """As KVCache.expanded: the written positions only, as a growing cache (batches of rows are not graphed)."""
+        rows = KVCache(len(self.keys))
+        rows.keys = [x[:, :, : self._length].expand(n, -1, -1, -1) for x in self.keys]
+        rows.values = [x[:, :, : self._length].expand(n, -1, -1, -1) for x in self.values]
+        return rows
+
+    def adopt(self, rows: KVCache, length: int) -> None:
+        """As KVCache.adopt, written into the buffers."""
+        if length > self.capacity:
+            raise ValueError(f"{length} positions do not fit a cache of {self.capacity}")
+        for layer, (k, v) in enumerate(zip(rows.keys, rows.values, strict=True)):
+            self.keys[layer][:, :, :length].copy_(k[:1, :, :length])
+            self.values[layer][:, :, :length].copy_(v[:1, :, :length])
+        self._length = length
+        self.filled.fill_(length)
 
     def count(self, t: int) -> None:
         """`t` positions were written by a replayed graph (which moves `filled`, not the host's count)."""

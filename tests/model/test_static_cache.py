@@ -95,3 +95,60 @@ def test_graphed_steps_and_tokens_are_the_models_passes():
             t = torch.tensor([[token]])
             torch.testing.assert_close(passes.token(t), model.head(model.encode(t, grow)[:, -1]))
         assert passes.cache.length == grow.length == n + 2
+
+
+def test_the_engine_answers_the_same_on_fixed_capacity_caches():
+    """The shipped model's completions, every source and pass of the engine (prefill, speculative rounds, beams,
+    continuation scoring, denoising), with each cache a fixed-capacity one: the same answers as growing caches."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.engine import CompletionEngine
+    from diffill.lsp.settings import Settings, engine_options
+    from diffill.model import runtime
+
+    loaded = runtime.load("", "cpu")
+    texts = [
+        "def total(values):\n    result = 0\n    for value in values:\n        result += value\n    return ",
+        "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = ",
+        "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
+        "import numpy as ",
+        "def parse(text):\n    if not text:\n",
+    ]
+    for width in (1, 4):  # greedy and a beam
+        answers = {}
+        for capacity in (None, 512):
+            loaded.model.net.cache_capacity = capacity
+            opts = engine_options(Settings(latency_budget_ms=0, draft_candidates=width), loaded)
+            engine = CompletionEngine(loaded.model, loaded.tokenizer, opts, loaded.memory)
+            got = []
+            for i, text in enumerate(texts):
+                c = engine.complete(SyntaxDocument(text, "python"), len(text), key=f"doc{i}")
+                more = text + "n"  # the next keystroke: the cache is reused
+                c2 = engine.complete(SyntaxDocument(more, "python"), len(more), key=f"doc{i}")
+                got.append(tuple(None if a is None else (a.start, a.end, a.text) for a in (c, c2)))
+            answers[capacity] = got
+        loaded.model.net.cache_capacity = None
+        assert answers[None] == answers[512]
+        assert any(a is not None for pair in answers[None] for a in pair)
+
+
+@torch.inference_mode()
+def test_beams_and_continuations_read_only_what_a_fixed_cache_holds():
+    """The batched passes (a beam's rows, continuations scored side by side) copy the cached positions out of a
+    fixed-capacity cache, never its unwritten slots, and leave it holding the prompt as a growing one would."""
+    from tiny import random_model
+
+    model = random_model(CONFIG, seed=5)
+    prompt = torch.randint(2, CONFIG.vocab_size, (9,)).tolist()
+    conts = [[5, 6, 7], [8], [9, 10]]
+    results = []
+    for cache in (model.net.new_cache(), static(model.net)):
+        model.net.encode(torch.tensor([prompt[:4]]), cache)  # part of the prompt cached already
+        scores = model.continuation_logprobs(prompt, conts, cache, end_ids={1})  # writes the prompt's last token
+        after = model.net.decode(torch.tensor([[3, 4, 5]]), cache)
+        drafts = model.ar_drafts(prompt, 5, {1}, cache, k=3)
+        results.append((drafts, scores, cache.length, after))
+    (d1, s1, n1, a1), (d2, s2, n2, a2) = results
+    assert [t for t, _ in d1] == [t for t, _ in d2] and n1 == n2 == len(prompt)
+    torch.testing.assert_close(torch.tensor([s for _, s in d1]), torch.tensor([s for _, s in d2]))
+    torch.testing.assert_close(torch.tensor(s1), torch.tensor(s2))
+    torch.testing.assert_close(a1, a2)
