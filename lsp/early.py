@@ -133,7 +133,7 @@ def _read_first(raw: BinaryIO) -> tuple[bytes, dict[str, Any] | None]:
     read += body
     try:
         message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (nesting deeper than Python's stack)
         return bytes(read), None
     return bytes(read), message if isinstance(message, dict) else None
 

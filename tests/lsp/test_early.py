@@ -95,6 +95,7 @@ def test_an_initialize_is_answered_and_what_follows_is_left_unread():
         frame(json.dumps({"jsonrpc": "2.0", "id": True, "method": "initialize", "params": {"capabilities": {}}})),
         frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": 3}})),
         frame(b"{not json"),
+        frame(b'{"a": ' * 100_000),  # deeper than Python's stack
         frame(b"[1, 2]"),
         b"Content-Length: 99999999999\r\n\r\n",  # over the limit: the bounded reader refuses it later
         b"Content-Length: x\r\n\r\n{}",
