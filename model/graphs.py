@@ -55,9 +55,7 @@ class GraphedPasses:
         self.capture_graphs = net.device.type == "cuda" if capture_graphs is None else capture_graphs
         self._steps: dict[tuple[int, bool], tuple[Replay, torch.Tensor, torch.Tensor]] = {}
         self._token: tuple[Replay, torch.Tensor] | None = None
-        h = net.config.hidden_size
-        self._soft: dict[int, torch.Tensor] = {}
-        self._hidden = h
+        self._soft: dict[int, torch.Tensor] = {}  # per canvas length, shared by its two step graphs
 
     @torch.inference_mode()
     def prefill(self, ids: torch.Tensor) -> torch.Tensor:
@@ -72,7 +70,7 @@ class GraphedPasses:
             canvas = torch.zeros(1, canvas_len, dtype=torch.long, device=dev)
             offsets = torch.arange(canvas_len, device=dev)[None]
             soft = self._soft.setdefault(
-                canvas_len, torch.zeros(1, canvas_len, self._hidden, dtype=self.net.dtype, device=dev)
+                canvas_len, torch.zeros(1, canvas_len, self.net.config.hidden_size, dtype=self.net.dtype, device=dev)
             )
             net, cache = self.net, self.cache
 
