@@ -14,6 +14,7 @@ the fp8 path's logic to the torch reference with it.
 from __future__ import annotations
 
 import functools
+import logging
 
 import torch
 
@@ -23,9 +24,20 @@ from .qformat import FP8_DTYPE
 FP8_MAX = 448.0
 
 
+log = logging.getLogger(__name__)
+_FAILED: list[str] = []  # the first error of PyTorch's fp8 GEMMs here: then the dequantizing paths serve
+
+
 @functools.cache
 def _hopper(index: int) -> bool:
     return torch.cuda.get_device_capability(index) >= (9, 0)
+
+
+def refuse(exc: Exception) -> None:
+    """Turns the fp8 GEMMs off for this process after they failed (a shape or driver they do not take)."""
+    if not _FAILED:
+        log.warning("fp8 GEMMs failed (%s: %s); fp8 weights are dequantized from now on", type(exc).__name__, exc)
+        _FAILED.append(str(exc))
 
 
 def fp8_gemms_available(x: torch.Tensor) -> bool:

@@ -171,7 +171,10 @@ def fused_moe(x: torch.Tensor, weights: torch.Tensor, index: torch.Tensor, w: Qu
         from . import grouped_fp8
 
         if grouped_fp8.fp8_gemms_available(x) and w.gate_up_scales.shape[-1] == 1:
-            return grouped_fp8.fp8_grouped_moe(x, weights, index, w)
+            try:
+                return grouped_fp8.fp8_grouped_moe(x, weights, index, w)
+            except RuntimeError as exc:  # never measured on every GPU: a failure falls back for good
+                grouped_fp8.refuse(exc)
         return fused_moe_reference(x, weights, index, w)
     if use_triton(x, w.gate_up_qweight):
         return fused_moe_triton(x, weights, index, w)

@@ -58,7 +58,10 @@ def qlinear(x: torch.Tensor, qweight: torch.Tensor, scales: torch.Tensor, scheme
         from . import grouped_fp8
 
         if grouped_fp8.fp8_gemms_available(x) and scales.shape[-1] == 1:  # Hopper: torch._scaled_mm
-            return grouped_fp8.fp8_linear(x, qweight, scales).to(x.dtype)
+            try:
+                return grouped_fp8.fp8_linear(x, qweight, scales).to(x.dtype)
+            except RuntimeError as exc:
+                grouped_fp8.refuse(exc)
         return qlinear_reference(x, qweight, scales, scheme)
     if use_triton(x, qweight):
         return qlinear_triton(x, qweight, scales, scheme)

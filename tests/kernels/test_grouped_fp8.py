@@ -119,3 +119,26 @@ def test_fp8_linear_matches_the_reference_and_calls_scaled_mm_where_it_runs(monk
     monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
     torch.testing.assert_close(qlinear(x, q, s, "fp8"), got.to(x.dtype))
     assert calls == [(grouped_fp8.FP8_DTYPE, (64, 48), (1, 64), (10, 1), (1, 48), torch.bfloat16)]  # column-major B
+
+
+def test_a_failing_fp8_gemm_falls_back_to_dequantizing_for_good(monkeypatch, caplog):
+    """A GPU or shape PyTorch's fp8 GEMMs refuse costs one warning, not the daemon's answers."""
+    from diffill.kernels.qlinear import qlinear, qlinear_reference
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("not on this GPU")
+
+    w = experts()
+    weights, index = routing(4)
+    x = torch.randn(4, H)
+    monkeypatch.setattr(grouped_fp8, "_FAILED", [])
+    monkeypatch.setattr(grouped_fp8, "fp8_gemms_available", lambda x: not grouped_fp8._FAILED)  # "a Hopper GPU"
+    monkeypatch.setattr(torch, "_scaled_grouped_mm", broken, raising=False)
+    with caplog.at_level("WARNING"):
+        got = fused_moe(x, weights, index, w)
+    torch.testing.assert_close(got, fused_moe_reference(x, weights, index, w))
+    assert "fp8 GEMMs failed" in caplog.text and grouped_fp8._FAILED
+    spec = QuantSpec("fp8", 0)
+    q, s = quantize_tensor(torch.randn(8, H) * 0.1, spec, spec.group_for(H))
+    monkeypatch.setattr(grouped_fp8, "fp8_linear", broken)  # not even tried once refused
+    torch.testing.assert_close(qlinear(x, q, s, "fp8"), qlinear_reference(x, q, s, "fp8"))
