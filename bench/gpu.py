@@ -366,28 +366,35 @@ def _measure_ours(config, spec, device, dtype, canvas, prompt, steps, ar_tokens,
 
 
 def _measure_graphed(net, ids, x0, ar_tokens, reps, device, put) -> None:
-    """The decoder pass and the AR token replayed as CUDA graphs (model/graphs.py; eager on a CPU dry run)."""
-    from diffill.model.graphs import GraphedPasses
+    """The decoder pass and the AR token replayed as CUDA graphs (model/graphs.py; eager on a CPU dry run), through
+    the net's own encode/decode as the engine calls them."""
+    from diffill.model.graphs import PassGraphs
     from diffill.model.static_cache import capacity_for
 
     prompt = ids.shape[1]
     try:
-        passes = GraphedPasses(net, capacity_for(prompt + max(x0.shape[1], ar_tokens)))
-        passes.prefill(ids)
-        put("graphed_decoder_pass_ms", timed(lambda: passes.step(x0), reps, device))
-        soft = net.self_conditioning_input(passes.step(x0)).view(*x0.shape, -1)
-        put("graphed_self_conditioned_pass_ms", timed(lambda: passes.step(x0, soft), reps, device))
+        net.graphs = graphs = PassGraphs(net, capacity_for(prompt + max(x0.shape[1], ar_tokens)))
+        cache = graphs.cache
+        cache.reset()
+        net.encode(ids, cache)  # the prompt (longer than a graphed causal pass: eager)
+        put("graphed_decoder_pass_ms", timed(lambda: net.decode(x0, cache), reps, device))
+        prev = net.decode(x0, cache)
+        put("graphed_self_conditioned_pass_ms", timed(lambda: net.decode(x0, cache, prev), reps, device))
 
         def ar_tokens_fn():
-            passes.cache.truncate(prompt)
+            cache.truncate(prompt)
             t = ids[:, -1:]
             for _ in range(ar_tokens):
-                t = passes.token(t).argmax(-1).view(1, 1)
+                t = net.head(net.encode(t, cache)[:, -1:]).argmax(-1)
             return t
 
         put("graphed_ar_ms_per_token", timed(ar_tokens_fn, 1, device) / ar_tokens)
-    except Exception as exc:  # a pass that syncs with the host cannot be captured: the run goes on without
+        if not graphs.enabled:
+            put("graphed_error", "a capture failed: these ran eagerly")
+    except Exception as exc:  # the run goes on without
         put("graphed_error", f"{type(exc).__name__}: {exc}"[:300])
+    finally:
+        net.graphs = None
 
 
 def _fork(cache: KVCache) -> KVCache:

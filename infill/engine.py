@@ -55,7 +55,8 @@ class CompletionEngine:
         self.tokenizer = tokenizer
         self.vocabulary = Vocabulary(tokenizer)
         self.options = options or EngineOptions()  # replaced whole when settings change; read once a completion
-        self.prompt_cache = PromptCache(model.net.new_cache)
+        graphs = getattr(model.net, "graphs", None)  # CUDA graphs: prompts run on the cache they were captured on
+        self.prompt_cache = PromptCache(model.net.new_cache, working=graphs.cache if graphs is not None else None)
         self.prompt_context = PromptContext()
         self.folder = FolderFiles()
         self.evidence = NgramEvidence(tokenizer.encode, model.config.vocab_size)

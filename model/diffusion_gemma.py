@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,6 +20,9 @@ from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .modules import Layer, RMSNorm, SelfConditioning, rope_cos_sin, rope_inv_freq
 from .static_cache import StaticKVCache
+
+if TYPE_CHECKING:
+    from .graphs import PassGraphs
 
 
 class DiffusionGemma(nn.Module):
@@ -35,6 +40,7 @@ class DiffusionGemma(nn.Module):
         # positions of each new cache when it is to be a fixed-capacity one (model/static_cache.py: what CUDA
         # graphs need); None: caches that grow
         self.cache_capacity: int | None = None
+        self.graphs: PassGraphs | None = None  # passes replayed as CUDA graphs on its working cache (model/graphs.py)
 
     def reset_rope(self, device: torch.device | str | None = None) -> None:
         """(Re)computes the RoPE inverse frequencies, e.g. after a model was built on the meta device."""
@@ -87,6 +93,11 @@ class DiffusionGemma(nn.Module):
     # ----- the two passes -----
     def encode(self, ids: torch.Tensor, cache: KVCache, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Causal pass over `ids` [B, T] that appends their keys/values to `cache`; returns the normed hidden."""
+        if self.graphs is not None and self.graphs.serves(cache, ids, causal=True):
+            try:
+                return self.graphs.encode(ids, positions)
+            except RuntimeError as exc:  # a pass that cannot be captured: eager from now on
+                self.graphs.disable(exc)
         if positions is None:
             start = cache.length
             positions = torch.arange(start, start + ids.shape[1], device=ids.device)[None]
@@ -108,10 +119,15 @@ class DiffusionGemma(nn.Module):
         prev_logits: torch.Tensor | None = None,
         positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        soft = None if prev_logits is None else self.self_conditioning_input(prev_logits)
+        if self.graphs is not None and self.graphs.serves(cache, canvas, causal=False):
+            try:
+                return self.graphs.decode_hidden(canvas, soft, positions)
+            except RuntimeError as exc:
+                self.graphs.disable(exc)
         if positions is None:
             start = cache.length
             positions = torch.arange(start, start + canvas.shape[1], device=canvas.device)[None]
-        soft = None if prev_logits is None else self.self_conditioning_input(prev_logits)
         x = self.self_conditioning(self.embed(canvas), soft)
         return self._run(x, positions, cache, causal=False)
 

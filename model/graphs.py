@@ -1,26 +1,37 @@
-"""The denoise step and the AR token as CUDA graphs: one launch from the host instead of thousands.
+"""The model's passes replayed as CUDA graphs: one launch from the host instead of thousands.
 
-A step of the 26B model is some 3,800 kernel launches; at batch 1 the GPU waits on the host between them. Here
-each pass runs once eagerly to warm up, is captured, and from then on is replayed: the inputs are copied into
-static buffers, the graph reads and writes only those and the cache's (model/static_cache.py), and the output
-is a static buffer too. One `GraphedPasses` per cache capacity serves every prompt of that bucket and keeps one
-decoder graph per canvas length (first step without self-conditioning, later steps with it) and one AR graph.
+A pass of the 26B model is some 3,800 kernel launches; at batch 1 the GPU waits on the host between them. Here
+each pass shape runs once eagerly to warm up, is captured, and from then on is replayed: the inputs (ids,
+positions, the self-conditioning input) are copied into static buffers, the graph reads and writes only those and
+one working cache of fixed capacity (model/static_cache.py), and its output is a static buffer too.
 
-Capture needs CUDA and passes without host syncs (the Triton MoE and sampler, PyTorch's grouped GEMM); on other
-devices, or with `capture=False`, the same object runs the same passes on the same static buffers eagerly, which
-is what the CPU tests hold to the model's own passes.
+`PassGraphs` hangs on the net (`DiffusionGemma.graphs`): `encode` and `decode_hidden` replay a graph whenever
+their cache is its working cache and the shape is one it graphs (batch 1; causal passes of up to MAX_CAUSAL
+tokens: the AR token and the speculative verifications; a canvas of any length it has seen), and run eagerly
+otherwise. The prompt cache keeps each document's keys and values as a snapshot and copies them into the working
+cache when the document changes (model/prompt_cache.py).
+
+Capture needs CUDA and passes without host syncs (the Triton MoE and sampler, PyTorch's fp8 GEMMs, the
+scatter_add expert counts); a capture that fails turns the graphs off with a warning and the same passes run
+eagerly. With `capture=False` (the CPU tests) everything runs eagerly on the same static buffers.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .diffusion_gemma import DiffusionGemma
 from .static_cache import StaticKVCache
 
+if TYPE_CHECKING:
+    from .diffusion_gemma import DiffusionGemma
+
+log = logging.getLogger(__name__)
 Replay = Callable[[], torch.Tensor]
+MAX_CAUSAL = 16  # causal pass lengths graphed: the AR token and speculative verifications (1 + a draft)
 
 
 def capture(fn: Callable[[], torch.Tensor], enabled: bool) -> Replay:
@@ -45,77 +56,104 @@ def capture(fn: Callable[[], torch.Tensor], enabled: bool) -> Replay:
     return replay
 
 
-class GraphedPasses:
-    """Decoder steps and AR tokens over one static cache. `cache` is prefilled by `prefill` (eager: prompts vary
-    in length); then `step` and `token` replay their graphs."""
+class PassGraphs:
+    """Graphed passes over one working cache of `capacity` positions."""
 
     def __init__(self, net: DiffusionGemma, capacity: int, capture_graphs: bool | None = None):
         self.net = net
         self.cache = StaticKVCache(net.config, capacity, net.device, net.dtype)
         self.capture_graphs = net.device.type == "cuda" if capture_graphs is None else capture_graphs
-        self._steps: dict[tuple[int, bool], tuple[Replay, torch.Tensor, torch.Tensor]] = {}
-        self._token: tuple[Replay, torch.Tensor] | None = None
-        self._soft: dict[int, torch.Tensor] = {}  # per canvas length, shared by its two step graphs
+        self.enabled = True
+        self._graphs: dict[tuple[Any, ...], tuple[Replay, dict[str, torch.Tensor]]] = {}
 
-    @torch.inference_mode()
-    def prefill(self, ids: torch.Tensor) -> torch.Tensor:
-        """The prompt [1, T] into the cache from position 0; its normed hidden states."""
-        self.cache.reset()
-        return self.net.encode(ids, self.cache)
+    def serves(self, cache: Any, x: torch.Tensor, causal: bool) -> bool:
+        """Whether a pass over `x` [B, T] on `cache` replays a graph here."""
+        if not self.enabled or cache is not self.cache or x.shape[0] != 1:
+            return False
+        t = x.shape[1]
+        return not causal or (t <= MAX_CAUSAL and cache.length + t <= cache.capacity)
 
-    def _step_graph(self, canvas_len: int, with_soft: bool):
-        key = (canvas_len, with_soft)
-        if key not in self._steps:
-            dev = self.net.device
-            canvas = torch.zeros(1, canvas_len, dtype=torch.long, device=dev)
-            offsets = torch.arange(canvas_len, device=dev)[None]
-            soft = self._soft.setdefault(
-                canvas_len, torch.zeros(1, canvas_len, self.net.config.hidden_size, dtype=self.net.dtype, device=dev)
-            )
-            net, cache = self.net, self.cache
+    def _graph(self, key: tuple[Any, ...], inputs: dict[str, torch.Tensor], run: Callable[[], torch.Tensor]):
+        if key not in self._graphs:
+            mark = self.cache.length
+            try:
+                replay = capture(run, self.capture_graphs)
+            finally:  # warm-up and capture wrote at the next slots (causal passes): undone
+                self.cache.truncate(mark)
+            self._graphs[key] = (replay, inputs)
+        return self._graphs[key]
 
-            def run() -> torch.Tensor:
-                x = net.self_conditioning(net.embed(canvas), soft if with_soft else None)
-                return net.head(net._run(x, cache.filled + offsets, cache, causal=False))
-
-            with torch.inference_mode():
-                self._steps[key] = (capture(run, self.capture_graphs), canvas, soft)
-        return self._steps[key]
-
-    @torch.inference_mode()
-    def step(self, canvas: torch.Tensor, soft: torch.Tensor | None = None) -> torch.Tensor:
-        """fp32 logits [1, C, V] of one decoder pass over `canvas` [1, C] after the cached prompt, self-conditioned
-        on `soft` [1, C, H] (the previous step's soft embeddings; None on the first step). The logits are the
-        graph's own buffer: read them before the next step."""
-        replay, canvas_buf, soft_buf = self._step_graph(canvas.shape[1], soft is not None)
-        canvas_buf.copy_(canvas)
-        if soft is not None:
-            soft_buf.copy_(soft)
-        return replay()
-
-    @torch.inference_mode()
-    def token(self, token: torch.Tensor) -> torch.Tensor:
-        """Encodes one token [1, 1] at the cache's next position (appending it) and returns its fp32 logits [1, V]."""
-        if self.cache.length >= self.cache.capacity:
-            raise ValueError(f"the cache of {self.cache.capacity} positions is full")
-        if self._token is None:
-            dev = self.net.device
-            buf = torch.zeros(1, 1, dtype=torch.long, device=dev)
-            net, cache = self.net, self.cache
-            zero = torch.zeros(1, 1, dtype=torch.long, device=dev)
-
-            def run() -> torch.Tensor:
-                hidden = net._run(net.embed(buf), cache.filled + zero, cache, causal=True)
-                return net.head(hidden[:, -1])
-
-            mark = cache.length
-            replay = capture(run, self.capture_graphs)  # warm-up and capture write at the next slot: undone below
-            cache.truncate(mark)
-            self._token = (replay, buf)
-        replay, buf = self._token
-        buf.copy_(token)
+    def encode(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """As DiffusionGemma.encode on the working cache (appending `ids` [1, T]), replayed."""
+        t = ids.shape[1]
+        cache, net = self.cache, self.net
+        if positions is None:
+            positions = torch.arange(cache.length, cache.length + t, device=ids.device)[None]
+        key = ("encode", t)
+        if key not in self._graphs:
+            bufs = {"ids": torch.zeros_like(ids), "positions": torch.zeros_like(positions)}
+            self._graph(key, bufs, lambda: net._run(net.embed(bufs["ids"]), bufs["positions"], cache, causal=True))
+        replay, bufs = self._graphs[key]
+        bufs["ids"].copy_(ids)
+        bufs["positions"].copy_(positions)
+        out = replay()
         if self.capture_graphs:
-            out = replay()
-            self.cache.count(1)
-            return out
-        return replay()  # eager: the pass counts itself
+            cache.count(t)  # a replay writes on the device only (the eager pass counted itself)
+        return out.clone()
+
+    def decode_hidden(
+        self, canvas: torch.Tensor, soft: torch.Tensor | None, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """As DiffusionGemma.decode_hidden on the working cache, with the self-conditioning input `soft` (the soft
+        embeddings of the previous step's logits, or None), replayed."""
+        c = canvas.shape[1]
+        cache, net = self.cache, self.net
+        if positions is None:
+            positions = torch.arange(cache.length, cache.length + c, device=canvas.device)[None]
+        key = ("decode", c, soft is not None)
+        if key not in self._graphs:
+            bufs = {"canvas": torch.zeros_like(canvas), "positions": torch.zeros_like(positions)}
+            if soft is not None:
+                bufs["soft"] = torch.zeros_like(soft)
+
+            def run() -> torch.Tensor:
+                x = net.self_conditioning(net.embed(bufs["canvas"]), bufs.get("soft"))
+                return net._run(x, bufs["positions"], cache, causal=False)
+
+            self._graph(key, bufs, run)
+        replay, bufs = self._graphs[key]
+        bufs["canvas"].copy_(canvas)
+        bufs["positions"].copy_(positions)
+        if soft is not None:
+            bufs["soft"].copy_(soft)
+        return replay().clone()
+
+    def disable(self, exc: Exception) -> None:
+        """After a capture failed: every pass eager from now on (the working cache still serves)."""
+        if self.enabled:
+            log.warning("CUDA graphs off (%s: %s): the passes run eagerly", type(exc).__name__, exc)
+        self.enabled = False
+        self._graphs.clear()
+
+
+def graphable(net: DiffusionGemma) -> bool:
+    """Whether the net's passes can be captured: on CUDA, with every expert layer quantized for a path that never
+    syncs with the host (the Triton int4/int8 kernels, or fp8 through PyTorch's GEMMs on Hopper). Dense experts run
+    one matmul per expert with the token counts read back to the host."""
+    from diffill.kernels import _triton, grouped_fp8
+
+    from .modules import Experts
+    from .quant import QuantExperts
+
+    weight = net.embed_tokens.weight
+    if not weight.is_cuda:
+        return False
+    for module in net.modules():
+        if isinstance(module, Experts):
+            return False
+        if isinstance(module, QuantExperts):
+            scheme = module.spec.scheme
+            ok = grouped_fp8.fp8_gemms_available(weight) if scheme == "fp8" else _triton.use_triton(weight)
+            if not ok:
+                return False
+    return True

@@ -14,10 +14,13 @@ import torch
 from .api import DiffusionModel
 from .config import DiffusionGemmaConfig
 from .embedded import EMBEDDED_DIR, embedded_available
+from .graphs import PassGraphs, graphable
 from .loader import CheckpointError, resolve_checkpoint
 from .memory import FILE_NAME as MEMORY_FILE
 from .memory import CorpusMemory, load_memory
+from .prompt_cache import WORKING_ROOM
 from .quant_io import quantization_entry
+from .static_cache import capacity_for
 from .tokenizer import CodeTokenizer
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,7 @@ def pick_threads(requested: int, n_params: int) -> int:
     return min(cores // 2, 8)
 
 
+GRAPHED_PROMPT_TOKENS = 1024  # prompts up to this run on the CUDA graphs' working cache (longer ones eagerly)
 QUANTIZE_FROM_PARAMS = 1_000_000_000  # smaller models gain nothing from quantized weights, and lose accuracy
 MEMORY_HEADROOM = 1.2  # weights times this (activations, the cache, the allocator's slack) must fit the free memory
 
@@ -125,6 +129,8 @@ def load(
         folder, device=dev, dtype=pick_dtype(dev, dtype), progress=progress, quantization=quantization
     )
     model.sampler = replace(model.sampler, fast=True)  # Triton pass on CUDA, inverse-CDF draws on CPU
+    if os.environ.get("DIFFILL_NO_GRAPHS", "") != "1" and graphable(model.net):  # CUDA: passes replayed as graphs
+        model.net.graphs = PassGraphs(model.net, capacity_for(GRAPHED_PROMPT_TOKENS + WORKING_ROOM))
     tok_path = folder / "tokenizer.json"
     if not tok_path.exists():
         raise CheckpointError(f"{folder}: no tokenizer.json")

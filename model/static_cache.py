@@ -82,6 +82,20 @@ class StaticKVCache:
         self._length = length
         self.filled.fill_(length)
 
+    def snapshot(self) -> KVCache:
+        """The written positions, copied out as a growing cache (a document's keys/values while another's are in)."""
+        shot = KVCache(len(self.keys))
+        shot.keys = [x[:, :, : self._length].clone() for x in self.keys]
+        shot.values = [x[:, :, : self._length].clone() for x in self.values]
+        return shot
+
+    def load(self, shot: KVCache) -> None:
+        """A snapshot (or any batch-1 growing cache) copied in: this cache then holds exactly its positions."""
+        if shot.length:
+            self.adopt(shot, shot.length)
+        else:
+            self.reset()
+
     def count(self, t: int) -> None:
         """`t` positions were written by a replayed graph (which moves `filled`, not the host's count)."""
         self._length += t

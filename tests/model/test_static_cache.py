@@ -5,7 +5,7 @@ import pytest
 import torch
 from tiny import random_net, tiny_config
 
-from diffill.model.graphs import GraphedPasses
+from diffill.model.graphs import MAX_CAUSAL, PassGraphs
 from diffill.model.static_cache import MIN_CAPACITY, StaticKVCache, capacity_for
 
 CONFIG = tiny_config(sliding_window=4, layer_types=["sliding_attention", "full_attention"])
@@ -76,25 +76,33 @@ def test_capacities_come_in_buckets():
 
 
 @torch.inference_mode()
-def test_graphed_steps_and_tokens_are_the_models_passes():
-    """GraphedPasses run eagerly (no CUDA here): its static inputs, outputs and positions on the device give the
-    model's own logits, step after step, prompt after prompt (one object per capacity bucket)."""
+def test_graphed_passes_are_the_models_passes():
+    """PassGraphs run eagerly (no CUDA here) through the net's own encode/decode: static inputs, outputs and
+    positions on the device give the model's logits, step after step, prompt after prompt, for the shapes it
+    graphs (batch 1, short causal passes, canvases) and eagerly on its cache for the others."""
     model = net()
-    passes = GraphedPasses(model, 32, capture_graphs=False)
-    for n in (9, 4):
-        ids = torch.randint(2, CONFIG.vocab_size, (1, n))
-        canvas = torch.randint(2, CONFIG.vocab_size, (1, 6))
-        passes.prefill(ids)
-        grow = model.new_cache()
-        model.encode(ids, grow)
-        torch.testing.assert_close(passes.step(canvas), model.decode(canvas, grow))
-        soft = model.self_conditioning_input(model.decode(canvas, grow))
-        want = model.head(model._run(model.self_conditioning(model.embed(canvas), soft), _pos(n, 6), grow, False))
-        torch.testing.assert_close(passes.step(canvas, soft), want)
-        for token in (7, 8):
-            t = torch.tensor([[token]])
-            torch.testing.assert_close(passes.token(t), model.head(model.encode(t, grow)[:, -1]))
-        assert passes.cache.length == grow.length == n + 2
+    model.graphs = PassGraphs(model, 48, capture_graphs=False)
+    cache = model.graphs.cache
+    try:
+        for n in (9, 4):
+            ids = torch.randint(2, CONFIG.vocab_size, (1, n))
+            canvas = torch.randint(2, CONFIG.vocab_size, (1, 6))
+            cache.reset()
+            grow = model.new_cache()
+            torch.testing.assert_close(model.encode(ids, cache), model.encode(ids, grow))
+            first = model.decode(canvas, cache)
+            torch.testing.assert_close(first, model.decode(canvas, grow))
+            torch.testing.assert_close(model.decode(canvas, cache, first), model.decode(canvas, grow, first))
+            for token in (7, 8):
+                t = torch.tensor([[token]])
+                torch.testing.assert_close(model.encode(t, cache), model.encode(t, grow))
+            long = torch.randint(2, CONFIG.vocab_size, (1, MAX_CAUSAL + 1))  # past the graphed lengths: eager
+            torch.testing.assert_close(model.encode(long, cache), model.encode(long, grow))
+            assert cache.length == grow.length == n + 2 + MAX_CAUSAL + 1
+        assert {k[0] for k in model.graphs._graphs} == {"encode", "decode"}
+        assert ("encode", MAX_CAUSAL + 1) not in model.graphs._graphs
+    finally:
+        model.graphs = None
 
 
 def test_the_engine_answers_the_same_on_fixed_capacity_caches():
@@ -113,10 +121,12 @@ def test_the_engine_answers_the_same_on_fixed_capacity_caches():
         "import numpy as ",
         "def parse(text):\n    if not text:\n",
     ]
+    net = loaded.model.net
     for width in (1, 4):  # greedy and a beam
         answers = {}
-        for capacity in (None, 512):
-            loaded.model.net.cache_capacity = capacity
+        for capacity in (None, 512, "graphs"):  # growing caches, fixed ones, the graphs' working cache
+            net.cache_capacity = capacity if isinstance(capacity, int) else None
+            net.graphs = PassGraphs(net, 1024, capture_graphs=False) if capacity == "graphs" else None
             opts = engine_options(Settings(latency_budget_ms=0, draft_candidates=width), loaded)
             engine = CompletionEngine(loaded.model, loaded.tokenizer, opts, loaded.memory)
             got = []
@@ -126,8 +136,8 @@ def test_the_engine_answers_the_same_on_fixed_capacity_caches():
                 c2 = engine.complete(SyntaxDocument(more, "python"), len(more), key=f"doc{i}")
                 got.append(tuple(None if a is None else (a.start, a.end, a.text) for a in (c, c2)))
             answers[capacity] = got
-        loaded.model.net.cache_capacity = None
-        assert answers[None] == answers[512]
+        net.cache_capacity = net.graphs = None
+        assert answers[None] == answers[512] == answers["graphs"]
         assert any(a is not None for pair in answers[None] for a in pair)
 
 
@@ -152,3 +162,39 @@ def test_beams_and_continuations_read_only_what_a_fixed_cache_holds():
     torch.testing.assert_close(torch.tensor([s for _, s in d1]), torch.tensor([s for _, s in d2]))
     torch.testing.assert_close(torch.tensor(s1), torch.tensor(s2))
     torch.testing.assert_close(a1, a2)
+
+
+@torch.inference_mode()
+def test_the_prompt_cache_moves_documents_through_the_working_cache():
+    """Two documents take turns on the one working cache: each finds its own prompt again (a snapshot copied in),
+    reused as a growing cache would be, and the passes on it give the fresh cache's logits."""
+    from diffill.model.prompt_cache import WORKING_ROOM, PromptCache
+
+    model = net()
+    working = static(model, capacity=24 + WORKING_ROOM)
+    prompts = {k: torch.randint(2, CONFIG.vocab_size, (n,)).tolist() for k, n in (("a", 10), ("b", 7))}
+    cache = PromptCache(model.new_cache, working=working)
+    canvas = torch.randint(2, CONFIG.vocab_size, (1, 5))
+    for turn in range(3):
+        for key, prompt in prompts.items():
+            prompt = prompt + [5] * turn  # the user typed on
+            reused = cache.reused_tokens
+            with cache.use(key, prompt) as c:
+                assert c is working
+                model.encode(torch.tensor([prompt[c.length :]]), c)
+                fresh = model.new_cache()
+                model.encode(torch.tensor([prompt]), fresh)
+                torch.testing.assert_close(model.decode(canvas, c), model.decode(canvas, fresh))
+            if turn:
+                assert cache.reused_tokens - reused == len(prompt) - 1  # all but the key typed since
+    too_long = list(range(2, 2 + working.capacity))
+    with cache.use("c", too_long) as c:  # a prompt the working cache cannot hold runs on a growing cache
+        assert c is not working
+
+
+def test_graphs_are_left_off_where_a_pass_would_sync_with_the_host():
+    from diffill.model.graphs import graphable
+    from diffill.model.quant import quantize_model
+
+    assert not graphable(net())  # the CPU (and dense experts anywhere)
+    assert not graphable(quantize_model(net(), "int4"))  # quantized, but not on CUDA
