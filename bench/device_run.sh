@@ -6,12 +6,13 @@
 #            fastest tiles per (kernel, tokens) -> kernels.json (ship it as kernels/tiles.json)
 #   bench    `bench gpu` int4: step, canvas, roofline, AR, the CUDA-graph passes, transformers' bf16 step
 #            (if the Triton kernels fail there, once more on the torch paths: DIFFILL_NO_TRITON=1)
+#   lsp      `bench lsp` against `diffill serve` with the random-weight 26B (model "random:int4"): keystroke to answer
 #   fp8      `bench gpu --scheme fp8 --ref-layers 0`: the same figures with fp8 experts through the grouped GEMM
 #   profile  `bench gpu --profile`: where a step's time goes (off by default)
 #   train    bench/train_gpu.sh with the time left (#21; off by default)
-# STAGES picks them (default "checks kernels bench fp8"); a stage that would not end within BUDGET is skipped.
+# STAGES picks them (default "checks kernels bench lsp fp8"); a stage that would not end within BUDGET is skipped.
 # Everything lands in $OUT (at most 8 files come back): device.log, checks.log, kernels.txt, kernels.json, gpu.json
-# [gpu-torch.json], gpu-fp8.json, profile.txt.
+# [gpu-torch.json], lsp.txt, gpu-fp8.json, profile.txt.
 #
 # here:   bash bench/device_prep.sh                              # .whl (and data/gpu for the train stage)
 #         mv model/weights/memory.safetensors /tmp/               # 36 MB the machine does not need (64 MiB travel)
@@ -24,8 +25,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT}
 BUDGET=${BUDGET:-540} # seconds for the whole script
-BENCH_S=${BENCH_S:-210}
-STAGES=${STAGES:-checks kernels bench fp8}
+BENCH_S=${BENCH_S:-180}
+STAGES=${STAGES:-checks kernels bench lsp fp8}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec > >(tee -a "$OUT/device.log") 2>&1
 . bench/device_env.sh
@@ -43,13 +44,13 @@ stage() {
     echo "== $1 ($(date +%T), ${SECONDS} s in)"
 }
 
-if stage checks 100; then
-    timeout 100 "$PY" -m pytest -q -p no:cacheprovider tests/kernels tests/model/test_static_cache.py \
+if stage checks 80; then
+    timeout 80 "$PY" -m pytest -q -p no:cacheprovider tests/kernels tests/model/test_static_cache.py \
         >"$OUT/checks.log" 2>&1
     tail -5 "$OUT/checks.log"
 fi
-if stage kernels 150; then
-    timeout 150 "$PY" -m diffill.bench.cli bench gpu --kernels "$OUT/kernels.txt"
+if stage kernels 120; then
+    timeout 120 "$PY" -m diffill.bench.cli bench gpu --kernels "$OUT/kernels.txt"
 fi
 if stage bench "$BENCH_S"; then
     timeout "$BENCH_S" "$PY" -m diffill.bench.cli bench gpu --out "$OUT/gpu.json"
@@ -59,8 +60,12 @@ if stage bench "$BENCH_S"; then
             --ref-layers 0
     fi
 fi
-if stage fp8 120; then
-    timeout 120 "$PY" -m diffill.bench.cli bench gpu --scheme fp8 --ref-layers 0 --out "$OUT/gpu-fp8.json"
+if stage lsp 120; then
+    timeout 120 "$PY" -m diffill.bench.cli bench lsp --root infill --n 40 --settings '{"model": "random:int4"}' \
+        | tee "$OUT/lsp.txt"
+fi
+if stage fp8 90; then
+    timeout 90 "$PY" -m diffill.bench.cli bench gpu --scheme fp8 --ref-layers 0 --out "$OUT/gpu-fp8.json"
 fi
 if stage profile 100; then
     timeout 100 "$PY" -m diffill.bench.cli bench gpu --profile "$OUT/profile.txt" >/dev/null

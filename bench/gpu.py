@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 from diffill.kernels import tiles
 from diffill.kernels.grouped_fp8 import fp8_grouped_moe
@@ -33,7 +32,7 @@ from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.diffusion_gemma import DiffusionGemma
 from diffill.model.footprint import quantized_bytes, weight_footprint
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, tile_weights, untile_weights
-from diffill.model.quant_io import convert_empty
+from diffill.model.random_weights import fill_quantized, random_quantized_model
 
 from .model import hf_config
 
@@ -45,59 +44,6 @@ TINY = dict(
 
 
 DRY_RUN_SIZES: dict[str, Any] = dict(canvas=32, prompt=16, steps=(2, 3), ar_tokens=2)
-
-
-# ----- model with random weights, built where it runs -----
-@torch.no_grad()
-def random_quantized_model(
-    config: DiffusionGemmaConfig, spec: QuantSpec | str, device: str | torch.device, dtype: torch.dtype
-) -> DiffusionGemma:
-    """Random weights allocated directly on `device`, quantized modules filled with random packed values
-    (weight std about 0.02): never a dense copy of the quantized weights anywhere."""
-    spec = QuantSpec.of(spec)
-    with torch.device("meta"):
-        net = DiffusionGemma(config)
-    convert_empty(net, spec)
-    for module in net.modules():
-        for k, p in list(module._parameters.items()):
-            if p is None:
-                continue
-            value = torch.ones(p.shape, device=device, dtype=dtype) if p.dim() == 1 else None
-            if value is None:
-                value = torch.randn(p.shape, device=device, dtype=dtype) * 0.02
-            module._parameters[k] = nn.Parameter(value, requires_grad=False)
-        if isinstance(module, (QuantLinear, QuantExperts)):
-            fill_quantized(module, spec, device)
-            continue
-        for k, b in list(module._buffers.items()):
-            if b is not None:
-                module._buffers[k] = torch.ones(
-                    b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype
-                )
-    net.reset_rope(device)
-    if tiles.TILE_MAJOR:  # as the loader lays them out (DIFFILL_TILE_MAJOR=1)
-        tile_weights(net)
-    return net.eval()
-
-
-def fill_quantized(module: nn.Module, spec: QuantSpec, device) -> None:
-    """Random packed weights and scales of a dequantized std about 0.02, made on `device` (for speed only)."""
-    for k, b in list(module._buffers.items()):
-        if b is None:
-            continue
-        if "qweight" in k:
-            module._buffers[k] = _random_packed(b.shape, b.dtype, device)
-        else:
-            scale = 0.02 / (4.6 if spec.scheme == "int4" else 73.0)
-            module._buffers[k] = torch.full(b.shape, scale, dtype=b.dtype, device=device)
-
-
-def _random_packed(shape: torch.Size, dtype: torch.dtype, device) -> torch.Tensor:
-    if dtype == torch.uint8:
-        return torch.randint(0, 256, shape, dtype=torch.uint8, device=device)
-    if dtype == torch.int8:
-        return torch.randint(-127, 128, shape, dtype=torch.int8, device=device)
-    return (torch.randn(shape, device=device) * 100).clamp(-448, 448).to(dtype)
 
 
 # ----- timing -----

@@ -20,6 +20,7 @@ from .memory import FILE_NAME as MEMORY_FILE
 from .memory import CorpusMemory, load_memory
 from .prompt_cache import WORKING_ROOM
 from .quant_io import quantization_entry
+from .sampler import SamplerConfig
 from .static_cache import capacity_for
 from .tokenizer import CodeTokenizer
 
@@ -57,6 +58,7 @@ def pick_threads(requested: int, n_params: int) -> int:
     return min(cores // 2, 8)
 
 
+RANDOM_SOURCE = "random:"  # a model source of random weights, for speed benchmarks (_random_model)
 GRAPHED_PROMPT_TOKENS = 1024  # prompts up to this run on the CUDA graphs' working cache (longer ones eagerly)
 QUANTIZE_FROM_PARAMS = 1_000_000_000  # smaller models gain nothing from quantized weights, and lose accuracy
 MEMORY_HEADROOM = 1.2  # weights times this (activations, the cache, the allocator's slack) must fit the free memory
@@ -118,6 +120,8 @@ def load(
     (byte-level BPE with FIM sentinels) so that the completion prompts can be built. `quantization`: see
     DiffusionModel.from_pretrained."""
     dev = pick_device(device)
+    if source.startswith(RANDOM_SOURCE):
+        return _random_model(source, dev, threads, dtype)
     if not source:
         if not embedded_available():
             raise CheckpointError(f"the embedded model is missing from {EMBEDDED_DIR} (broken install?)")
@@ -173,6 +177,31 @@ def load(
         span_min_confidence=span_confidence,
         speculative=speculative,
     )
+
+
+def _random_model(source: str, device: str, threads: int, dtype: str) -> LoadedModel:
+    """`random:<scheme>[:<preset>]`: random weights of the 26B-A4B's shape (or a model/presets.py shape) in bf16,
+    int8, int4 or fp8, made on the device, with the embedded tokenizer: the daemon end to end at the real model's
+    speed with nothing to download (`diffill bench lsp --settings '{"model": "random:int4"}'` on a GPU)."""
+    from .presets import PRESETS
+    from .random_weights import random_quantized_model
+
+    scheme, _, preset = source.removeprefix(RANDOM_SOURCE).partition(":")
+    if scheme not in ("bf16", "int8", "int4", "fp8") or (preset and preset not in PRESETS):
+        raise CheckpointError(
+            f"{source}: a random model is random:<bf16|int8|int4|fp8>[:<{'|'.join(PRESETS)}>] (default: the 26B-A4B)"
+        )
+    tokenizer = CodeTokenizer.from_file(EMBEDDED_DIR / "tokenizer.json")
+    shape = dict(PRESETS[preset]) if preset else {}
+    config = DiffusionGemmaConfig(**{**shape, "vocab_size": max(shape.get("vocab_size", 0), tokenizer.vocab_size)})
+    net = random_quantized_model(config, None if scheme == "bf16" else scheme, device, pick_dtype(device, dtype))
+    if device == "cpu":
+        torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in net.parameters())))
+    sampler = SamplerConfig(eos_token_ids=config.eos_ids, pad_token_id=config.pad_token_id)
+    model = DiffusionModel(net, replace(sampler, fast=True), None)
+    if os.environ.get("DIFFILL_NO_GRAPHS", "") != "1" and graphable(net):
+        net.graphs = PassGraphs(net, capacity_for(GRAPHED_PROMPT_TOKENS + WORKING_ROOM))
+    return LoadedModel(model, tokenizer, source, device)
 
 
 def _stored_config(folder: Path) -> DiffusionGemmaConfig | None:
