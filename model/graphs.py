@@ -74,13 +74,14 @@ class PassGraphs:
         return not causal or (t <= MAX_CAUSAL and cache.length + t <= cache.capacity)
 
     def _graph(self, key: tuple[Any, ...], inputs: dict[str, torch.Tensor], run: Callable[[], torch.Tensor]):
-        if key not in self._graphs:
-            mark = self.cache.length
-            try:
-                replay = capture(run, self.capture_graphs)
-            finally:  # warm-up and capture wrote at the next slots (causal passes): undone
-                self.cache.truncate(mark)
-            self._graphs[key] = (replay, inputs)
+        """Captures `run` over `inputs` (already holding this call's values: a causal warm-up writes the cache at
+        their positions, which the replay then writes again alike) and keeps it."""
+        mark = self.cache.length
+        try:
+            replay = capture(run, self.capture_graphs)
+        finally:  # the warm-up passes moved the cache's length: back to before them
+            self.cache.truncate(mark)
+        self._graphs[key] = (replay, inputs)
         return self._graphs[key]
 
     def encode(self, ids: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
@@ -90,13 +91,15 @@ class PassGraphs:
         if positions is None:
             positions = torch.arange(cache.length, cache.length + t, device=ids.device)[None]
         key = ("encode", t)
-        if key not in self._graphs:
-            bufs = {"ids": torch.zeros_like(ids), "positions": torch.zeros_like(positions)}
-            self._graph(key, bufs, lambda: net._run(net.embed(bufs["ids"]), bufs["positions"], cache, causal=True))
-        replay, bufs = self._graphs[key]
-        bufs["ids"].copy_(ids)
+        entry = self._graphs.get(key)
+        bufs = (
+            entry[1] if entry is not None else {"ids": torch.empty_like(ids), "positions": torch.empty_like(positions)}
+        )
+        bufs["ids"].copy_(ids)  # (before a capture too: its warm-up passes write these very keys and values)
         bufs["positions"].copy_(positions)
-        out = replay()
+        if entry is None:
+            entry = self._graph(key, bufs, lambda: net._run(net.embed(bufs["ids"]), bufs["positions"], cache, True))
+        out = entry[0]()
         if self.capture_graphs:
             cache.count(t)  # a replay writes on the device only (the eager pass counted itself)
         return out.clone()
@@ -111,22 +114,19 @@ class PassGraphs:
         if positions is None:
             positions = torch.arange(cache.length, cache.length + c, device=canvas.device)[None]
         key = ("decode", c, soft is not None)
-        if key not in self._graphs:
-            bufs = {"canvas": torch.zeros_like(canvas), "positions": torch.zeros_like(positions)}
-            if soft is not None:
-                bufs["soft"] = torch.zeros_like(soft)
+        entry = self._graphs.get(key)
+        inputs = {"canvas": canvas, "positions": positions, **({"soft": soft} if soft is not None else {})}
+        bufs = entry[1] if entry is not None else {k: torch.empty_like(v) for k, v in inputs.items()}
+        for k, v in inputs.items():
+            bufs[k].copy_(v)
+        if entry is None:
 
             def run() -> torch.Tensor:
                 x = net.self_conditioning(net.embed(bufs["canvas"]), bufs.get("soft"))
                 return net._run(x, bufs["positions"], cache, causal=False)
 
-            self._graph(key, bufs, run)
-        replay, bufs = self._graphs[key]
-        bufs["canvas"].copy_(canvas)
-        bufs["positions"].copy_(positions)
-        if soft is not None:
-            bufs["soft"].copy_(soft)
-        return replay().clone()
+            entry = self._graph(key, bufs, run)
+        return entry[0]().clone()
 
     def disable(self, exc: Exception) -> None:
         """After a capture failed: every pass eager from now on (the working cache still serves)."""

@@ -5,6 +5,7 @@ import pytest
 import torch
 from tiny import random_net, tiny_config
 
+from diffill.model import graphs as graphs_module
 from diffill.model.graphs import MAX_CAUSAL, PassGraphs
 from diffill.model.static_cache import MIN_CAPACITY, StaticKVCache, capacity_for
 
@@ -75,11 +76,22 @@ def test_capacities_come_in_buckets():
     assert capacity_for(1000 + 256) == 2048
 
 
+def warmed_capture(fn, enabled):
+    """A capture's side effects without CUDA: its warm-up passes run (writing the cache) before it is kept."""
+    fn()
+    fn()
+    return fn
+
+
+@pytest.mark.parametrize("warm_up", [False, True])
 @torch.inference_mode()
-def test_graphed_passes_are_the_models_passes():
+def test_graphed_passes_are_the_models_passes(warm_up, monkeypatch):
     """PassGraphs run eagerly (no CUDA here) through the net's own encode/decode: static inputs, outputs and
     positions on the device give the model's logits, step after step, prompt after prompt, for the shapes it
-    graphs (batch 1, short causal passes, canvases) and eagerly on its cache for the others."""
+    graphs (batch 1, short causal passes, canvases) and eagerly on its cache for the others. `warm_up`: the
+    capture's warm-up passes run first, as on a GPU (they write the cache at the inputs' positions)."""
+    if warm_up:
+        monkeypatch.setattr(graphs_module, "capture", warmed_capture)
     model = net()
     model.graphs = PassGraphs(model, 48, capture_graphs=False)
     cache = model.graphs.cache
