@@ -34,8 +34,9 @@ Replay = Callable[[], torch.Tensor]
 MAX_CAUSAL = 16  # causal pass lengths graphed: the AR token and speculative verifications (1 + a draft)
 
 
-def capture(fn: Callable[[], torch.Tensor], enabled: bool) -> Replay:
-    """`fn` as a replayable graph (warmed up on a side stream first, as PyTorch asks), or `fn` itself."""
+def capture(fn: Callable[[], torch.Tensor], enabled: bool, pool: Any = None) -> Replay:
+    """`fn` as a replayable graph (warmed up on a side stream first, as PyTorch asks), or `fn` itself. Graphs of
+    one `pool` share their memory: they replay one at a time and their outputs are copied out at once."""
     if not enabled:
         return fn
     stream = torch.cuda.Stream()
@@ -45,7 +46,7 @@ def capture(fn: Callable[[], torch.Tensor], enabled: bool) -> Replay:
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         out = fn()
 
     def replay() -> torch.Tensor:
@@ -65,6 +66,7 @@ class PassGraphs:
         self.capture_graphs = net.device.type == "cuda" if capture_graphs is None else capture_graphs
         self.enabled = True
         self._graphs: dict[tuple[Any, ...], tuple[Replay, dict[str, torch.Tensor]]] = {}
+        self._pool = torch.cuda.graph_pool_handle() if self.capture_graphs else None
 
     def serves(self, cache: Any, x: torch.Tensor, causal: bool) -> bool:
         """Whether a pass over `x` [B, T] on `cache` replays a graph here."""
@@ -78,7 +80,7 @@ class PassGraphs:
         their positions, which the replay then writes again alike) and keeps it."""
         mark = self.cache.length
         try:
-            replay = capture(run, self.capture_graphs)
+            replay = capture(run, self.capture_graphs, self._pool)
         finally:  # the warm-up passes moved the cache's length: back to before them
             self.cache.truncate(mark)
         self._graphs[key] = (replay, inputs)

@@ -76,7 +76,7 @@ def test_capacities_come_in_buckets():
     assert capacity_for(1000 + 256) == 2048
 
 
-def warmed_capture(fn, enabled):
+def warmed_capture(fn, enabled, pool=None):
     """A capture's side effects without CUDA: its warm-up passes run (writing the cache) before it is kept."""
     fn()
     fn()
