@@ -298,7 +298,7 @@ def run(
         **{k: v for k, v in knobs.items() if v != unset[k]},
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
-    engine.pass_clock.calibrate(loaded.model)  # as the daemon does at load
+    engine.warm_up()  # as the daemon does at load
     policy = CompletionPolicy(engine)
     cases = draw_block_cases(root, n, rng) if blocks else draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}

@@ -71,6 +71,16 @@ class CompletionEngine:
         # outside them is read); None: any folder (the CLI and `diffill eval`, given a path by the user).
         self.read_roots: list[Path] | None = None
 
+    def warm_up(self) -> None:
+        """Before the first completion: CUDA graphs captured for the shapes completions replay (model.graphs), then
+        the pass clock calibrated on the passes as they will run."""
+        graphs = getattr(self.model.net, "graphs", None)
+        if graphs is not None:
+            d = self.options.drafts
+            canvas = d.canvas_length or self.model.config.canvas_length
+            graphs.warm((canvas, d.line_canvas_length or canvas))
+        self.pass_clock.calibrate(self.model)
+
     def complete(
         self,
         doc: SyntaxDocument,

@@ -58,7 +58,7 @@ def _complete(args: argparse.Namespace) -> int:
         return 2
     settings = Settings() if args.steps is None else Settings(steps=args.steps)
     engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(settings, loaded), loaded.memory)
-    engine.pass_clock.calibrate(loaded.model)  # the latency budget holds here as in the daemon
+    engine.warm_up()  # the latency budget holds here as in the daemon
     if not 1 <= args.line <= text.count("\n") + 1:
         print(f"diffill complete: {path} has no line {args.line}", file=sys.stderr)
         return 2

@@ -100,7 +100,7 @@ class Session:
         self.loaded = loaded
         self.context_enabled = loaded.trained_with_context
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
-        engine.pass_clock.calibrate(loaded.model)  # the latency budget plans passes on what they cost here
+        engine.warm_up()  # the latency budget plans passes on what they cost here
         engine.workspace = self.workspace_index
         engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
         engine.recent = self.recent

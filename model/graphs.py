@@ -130,6 +130,30 @@ class PassGraphs:
             entry = self._graph(key, bufs, run)
         return entry[0]().clone()
 
+    @torch.inference_mode()
+    def warm(self, canvas_lengths: tuple[int, ...]) -> int:
+        """Captures now what completions will replay (causal passes of 1..MAX_CAUSAL tokens, the decoder at each
+        canvas length with and without self-conditioning) so that no first completion pays a capture; the working
+        cache is left empty. Returns how many graphs it holds."""
+        dev = self.net.device
+        vocab = self.net.config.vocab_size
+        self.cache.reset()
+        try:
+            self.encode(torch.full((1, MAX_CAUSAL), 2 % vocab, device=dev))  # a prompt for the decoder to read
+            for c in sorted(set(canvas_lengths)):
+                canvas = torch.full((1, c), 3 % vocab, device=dev)
+                soft = torch.zeros(1, c, self.net.config.hidden_size, dtype=self.net.dtype, device=dev)
+                self.decode_hidden(canvas, None)
+                self.decode_hidden(canvas, soft)
+            for t in range(1, MAX_CAUSAL + 1):
+                self.cache.truncate(0)
+                self.encode(torch.full((1, t), 2 % vocab, device=dev))
+        except RuntimeError as exc:
+            self.disable(exc)
+        finally:
+            self.cache.reset()
+        return len(self._graphs)
+
     def disable(self, exc: Exception) -> None:
         """After a capture failed: every pass eager from now on (the working cache still serves)."""
         if self.enabled:

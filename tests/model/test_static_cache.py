@@ -210,3 +210,12 @@ def test_graphs_are_left_off_where_a_pass_would_sync_with_the_host():
 
     assert not graphable(net())  # the CPU (and dense experts anywhere)
     assert not graphable(quantize_model(net(), "int4"))  # quantized, but not on CUDA
+
+
+@torch.inference_mode()
+def test_warming_holds_every_shape_completions_replay_and_leaves_the_cache_empty():
+    model = net()
+    graphs = PassGraphs(model, 64, capture_graphs=False)
+    assert graphs.warm((8, 16, 8)) == MAX_CAUSAL + 2 * 2  # causal 1..16, two canvases with and without soft
+    assert {k for k in graphs._graphs if k[0] == "decode"} == {("decode", c, s) for c in (8, 16) for s in (False, True)}
+    assert graphs.cache.length == 0 and int(graphs.cache.filled) == 0
