@@ -13,6 +13,7 @@ callback that sees each step's argmax draft.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -105,13 +106,19 @@ def inverse_cdf_sample(probs: torch.Tensor, generator: torch.Generator) -> torch
     return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
 
 
+def _kernel_seeds(generator: torch.Generator, salt: int) -> random.Random:
+    """Host-side seeds for the fused sampler's steps: from the generator's own seed (so a seeded generation
+    repeats) and `salt` (the cache length: each canvas of a generation draws its own)."""
+    return random.Random(generator.initial_seed() * 1_000_003 + salt)
+
+
 def _kernels_run(z: torch.Tensor) -> bool:
     return use_triton(z) or (interpreting() and triton_available())
 
 
-def _fused_stats(z: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits."""
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator, device=generator.device).item())
+def _fused_stats(z: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits. The seed is
+    drawn on the host (`_kernel_seeds`): one drawn on the GPU would make the host wait for it at every step."""
     step = kernel_sampler.sampler_step_triton(z, 1.0, seed)
     shape = z.shape[:-1]
     return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape)
@@ -168,6 +175,7 @@ def denoise_canvas(
         x = torch.where(pin_mask, pin_ids, x)
     total = cfg.max_denoising_steps
     adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
+    seeds = _kernel_seeds(generator, cache.length)
     history = None
     prev_logits = None
     argmax = x
@@ -179,7 +187,7 @@ def denoise_canvas(
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
         if cfg.fast and _kernels_run(z):
-            sample, argmax, entropy = _fused_stats(z, generator)
+            sample, argmax, entropy = _fused_stats(z, seeds.randrange(2**31 - 1))
         else:
             probs = torch.softmax(z, dim=-1, dtype=torch.float32)
             if cfg.fast:

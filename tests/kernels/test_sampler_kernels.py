@@ -128,3 +128,31 @@ def test_decoder_self_conditioning_takes_the_kernel_where_triton_runs(monkeypatc
     got = net.self_conditioning_input(logits)
     assert calls and got.shape == want.shape
     assert_matches(got, want)
+
+
+def test_the_fused_samplers_seeds_come_from_the_host(monkeypatch):
+    """Each step draws its Gumbel seed on the host (a draw on the GPU would make the host wait at every step): a
+    new one per step, the same ones for the same generation seed, others for another."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from tiny import random_model, tiny_config
+
+    from diffill.kernels import sampler as ksampler
+
+    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model.net.to(device())
+    seeds: list[int] = []
+    real = ksampler.sampler_step_triton
+    monkeypatch.setattr(
+        ksampler, "sampler_step_triton", lambda z, t, seed, **k: seeds.append(seed) or real(z, t, seed, **k)
+    )
+    kw = dict(max_new_tokens=8, canvas_length=8, steps=3, trim=False, fast=True)
+    runs = []
+    for seed in (1, 1, 2):
+        seeds.clear()
+        model.generate([2, 10, 11], seed=seed, **kw)
+        runs.append(list(seeds))
+    assert runs[0] == runs[1] and len(set(runs[0])) == len(runs[0]) >= 2
+    assert runs[2] != runs[0]
