@@ -294,26 +294,16 @@ def qgemv_kernel(
     mask_n = offs_n < N
     acc = tl.zeros((BN,), dtype=tl.float32)
     for k0 in range(0, K, BK):
-        s = tl.load(s_ptr + offs_n * stride_sn + k0 // GROUP, mask=mask_n, other=0.0).to(tl.float32)
         w_blk = block_ptr(w_ptr, k0, stride_wb, BK)
-        if BITS == 4:
-            local = tl.arange(0, BK // 2)
-            offs_b = k0 // 2 + local
-            mask_b = offs_b < (K + 1) // 2
-            b = tl.load(
-                w_blk + offs_n[:, None] * stride_wn + local[None, :], mask=mask_n[:, None] & mask_b[None, :], other=0
-            ).to(tl.int32)
-            xe = tl.load(x_ptr + m * stride_xm + 2 * offs_b, mask=2 * offs_b < K, other=0.0).to(tl.float32)
-            xo = tl.load(x_ptr + m * stride_xm + 2 * offs_b + 1, mask=2 * offs_b + 1 < K, other=0.0).to(tl.float32)
-            part = ((b & 0xF) - 8).to(tl.float32) * xe[None, :] + (((b >> 4) & 0xF) - 8).to(tl.float32) * xo[None, :]
+        if BITS == 4:  # the weight tile's even and odd inputs, dequantized: [BK/2, BN] each
+            we, wo = load_weight_pairs(w_blk, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, GROUP, BK)
+            ke = k0 + 2 * tl.arange(0, BK // 2)
+            xe = tl.load(x_ptr + m * stride_xm + ke, mask=ke < K, other=0.0).to(tl.float32)
+            xo = tl.load(x_ptr + m * stride_xm + ke + 1, mask=ke + 1 < K, other=0.0).to(tl.float32)
+            acc += tl.sum(we * xe[:, None] + wo * xo[:, None], axis=0)
         else:
-            local = tl.arange(0, BK)
-            offs_k = k0 + local
-            mask_k = offs_k < K
-            q = tl.load(
-                w_blk + offs_n[:, None] * stride_wn + local[None, :], mask=mask_n[:, None] & mask_k[None, :], other=0
-            ).to(tl.float32)
-            xk = tl.load(x_ptr + m * stride_xm + offs_k, mask=mask_k, other=0.0).to(tl.float32)
-            part = q * xk[None, :]
-        acc += tl.sum(part, axis=1) * s
+            w = load_weight_tile(w_blk, s_ptr, offs_n, mask_n, k0, K, stride_wn, stride_sn, BITS, GROUP, BK)
+            offs_k = k0 + tl.arange(0, BK)
+            xk = tl.load(x_ptr + m * stride_xm + offs_k, mask=offs_k < K, other=0.0).to(tl.float32)
+            acc += tl.sum(w * xk[:, None], axis=0)
     tl.store(y_ptr + m * stride_ym + offs_n, acc.to(y_ptr.dtype.element_ty), mask=mask_n)
