@@ -11,14 +11,12 @@ from pathlib import Path
 
 import torch
 
-from diffill.kernels import _triton, tiles
-
 from .cache import KVCache
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
 from .ngram import NgramMixer
-from .quant import QuantSpec, tile_weights
+from .quant import QuantSpec, lay_out_for_kernels
 from .quant_io import QuantizeOnLoad, quantization_entry
 from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
 from .speculative import Allowed, Extensions, log_mass
@@ -67,7 +65,7 @@ class DiffusionModel:
         a checkpoint saved by `save_quantized` loads quantized whatever this says (a different scheme is an error).
         """
         folder = resolve_checkpoint(path_or_hub_id)
-        net = _for_kernels(_load_net(folder, device, _dtype(dtype), progress, quantization))
+        net = lay_out_for_kernels(_load_net(folder, device, _dtype(dtype), progress, quantization))
         gen_path = folder / "generation_config.json"
         sampler = SamplerConfig(eos_token_ids=net.config.eos_ids, pad_token_id=net.config.pad_token_id)
         if gen_path.exists():
@@ -443,13 +441,6 @@ def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantiz
     hook = QuantizeOnLoad(quantization, DiffusionGemmaConfig.from_file(config_path), device)
     net = load_model(folder, device=device, dtype=dtype, on_tensor=hook, progress=progress)
     return hook.finish(net, net.embed_tokens.weight.dtype)
-
-
-def _for_kernels(net: DiffusionGemma) -> DiffusionGemma:
-    """The quantized weights in the layout the Triton kernels read best, where they run (kernels.tiles)."""
-    if tiles.TILE_MAJOR and _triton.use_triton(net.embed_tokens.weight):
-        tile_weights(net)
-    return net
 
 
 def _set(cfg: SamplerConfig, key: str, value) -> SamplerConfig:

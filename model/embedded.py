@@ -17,6 +17,8 @@ from .tokenizer import CodeTokenizer
 
 log = logging.getLogger(__name__)
 EMBEDDED_DIR = Path(__file__).parent / "weights"
+_STARTED: set[tuple[str, float]] = set()  # memory files (path, mtime) a prefetch has started on
+_STARTED_LOCK = threading.Lock()
 
 
 def embedded_available() -> bool:
@@ -38,6 +40,11 @@ def prefetch_memory(source: str) -> threading.Thread | None:
     folder = local_folder(source)
     if folder is None or not (folder / MEMORY_FILE).exists() or not (folder / "tokenizer.json").exists():
         return None
+    stamp = (str((folder / MEMORY_FILE).resolve()), (folder / MEMORY_FILE).stat().st_mtime)
+    with _STARTED_LOCK:
+        if stamp in _STARTED:  # started already (at `initialize`, then again by the loader): one build is enough
+            return None
+        _STARTED.add(stamp)
 
     def build() -> None:
         try:

@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from diffill.kernels import tiles
+from diffill.kernels._triton import use_triton
 from diffill.kernels.moe import QuantizedExperts, fused_moe
 from diffill.kernels.qformat import FP8_DTYPE, SCALE_DTYPE, dequantize, in_features, pack_int4, row_major, tile_major
 from diffill.kernels.qlinear import qlinear
@@ -239,3 +241,12 @@ def untile_weights(net: nn.Module) -> int:
             setattr(module, q, row_major(qweight, scales).contiguous())
             done += 1
     return done
+
+
+def lay_out_for_kernels(net: nn.Module) -> nn.Module:
+    """The quantized weights in the layout the Triton kernels read best, where they run (kernels.tiles
+    TILE_MAJOR: tile-major, off until a GPU run says otherwise)."""
+    weight = next(net.parameters(), None)
+    if tiles.TILE_MAJOR and weight is not None and use_triton(weight):
+        tile_weights(net)
+    return net

@@ -10,11 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from diffill.kernels import tiles
-
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
-from .quant import QuantExperts, QuantLinear, QuantSpec, tile_weights
+from .quant import QuantExperts, QuantLinear, QuantSpec, lay_out_for_kernels
 from .quant_io import convert_empty
 
 
@@ -46,9 +44,7 @@ def random_quantized_model(
                     b.shape, device=device, dtype=dtype if b.is_floating_point() else b.dtype
                 )
     net.reset_rope(device)
-    if tiles.TILE_MAJOR:  # as the loader lays them out (DIFFILL_TILE_MAJOR=1)
-        tile_weights(net)
-    return net.eval()
+    return lay_out_for_kernels(net).eval()  # as the loader lays them out
 
 
 def fill_quantized(module: nn.Module, spec: QuantSpec, device) -> None:

@@ -132,9 +132,7 @@ def load(
     model = DiffusionModel.from_pretrained(
         folder, device=dev, dtype=pick_dtype(dev, dtype), progress=progress, quantization=quantization
     )
-    model.sampler = replace(model.sampler, fast=True)  # Triton pass on CUDA, inverse-CDF draws on CPU
-    if os.environ.get("DIFFILL_NO_GRAPHS", "") != "1" and graphable(model.net):  # CUDA: passes replayed as graphs
-        model.net.graphs = PassGraphs(model.net, capacity_for(GRAPHED_PROMPT_TOKENS + WORKING_ROOM))
+    _for_serving(model)
     tok_path = folder / "tokenizer.json"
     if not tok_path.exists():
         raise CheckpointError(f"{folder}: no tokenizer.json")
@@ -197,11 +195,17 @@ def _random_model(source: str, device: str, threads: int, dtype: str) -> LoadedM
     net = random_quantized_model(config, None if scheme == "bf16" else scheme, device, pick_dtype(device, dtype))
     if device == "cpu":
         torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in net.parameters())))
-    sampler = SamplerConfig(eos_token_ids=config.eos_ids, pad_token_id=config.pad_token_id)
-    model = DiffusionModel(net, replace(sampler, fast=True), None)
-    if os.environ.get("DIFFILL_NO_GRAPHS", "") != "1" and graphable(net):
-        net.graphs = PassGraphs(net, capacity_for(GRAPHED_PROMPT_TOKENS + WORKING_ROOM))
-    return LoadedModel(model, tokenizer, source, device)
+    model = DiffusionModel(net, SamplerConfig(eos_token_ids=config.eos_ids, pad_token_id=config.pad_token_id))
+    return LoadedModel(_for_serving(model), tokenizer, source, device)
+
+
+def _for_serving(model: DiffusionModel) -> DiffusionModel:
+    """The daemon's way to run a loaded model: the fast sampler (a Triton pass on CUDA, inverse-CDF draws on the
+    CPU) and, on CUDA where every pass can be captured, its passes replayed as graphs (DIFFILL_NO_GRAPHS=1: not)."""
+    model.sampler = replace(model.sampler, fast=True)
+    if os.environ.get("DIFFILL_NO_GRAPHS", "") != "1" and graphable(model.net):
+        model.net.graphs = PassGraphs(model.net, capacity_for(GRAPHED_PROMPT_TOKENS + WORKING_ROOM))
+    return model
 
 
 def _stored_config(folder: Path) -> DiffusionGemmaConfig | None:

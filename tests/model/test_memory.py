@@ -178,6 +178,7 @@ def test_a_prefetched_memory_is_the_one_the_loader_finds(tmp_path):
     save_file({"ids": np.array([5, 6, 7, 8, 9] * 20, dtype=np.uint16)}, str(model / memory_module.FILE_NAME))
     thread = prefetch_memory(str(model))
     assert thread is not None
+    assert prefetch_memory(str(model)) is None  # (the loader asks again: the one build serves)
     thread.join(30)
     stamp = (str((model / memory_module.FILE_NAME).resolve()), (model / memory_module.FILE_NAME).stat().st_mtime)
     built = memory_module._LOADED[stamp]
