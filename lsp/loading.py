@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 
+from . import collector
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class ModelLoader:
                 else:
                     self.state = "failed"
             finally:
+                collector.resume()  # start-up's objects are made: frozen, out of later passes
                 self.settled.set()
                 if progress:
                     self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.state))

@@ -91,3 +91,34 @@ def test_the_embedded_model_failing_leaves_the_server_up_without_a_model(monkeyp
     _fake_load(monkeypatch, failing={""})
     loader, client, host = _load(Settings())
     assert loader.state == "failed" and host.engine is None and len(client.shown) == 1
+
+
+def test_the_collector_paused_at_launch_runs_again_once_the_load_settles(monkeypatch):
+    import gc
+
+    from diffill.lsp import collector
+
+    _fake_load(monkeypatch, failing={"/models/big"})
+    collector.pause()
+    try:
+        assert not gc.isenabled()
+        _load(parse_settings({"model": "/models/big"}))  # failed, then the fallback: settled all the same
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_a_collector_turned_off_elsewhere_stays_off(monkeypatch):
+    import gc
+
+    from diffill.lsp import collector
+
+    _fake_load(monkeypatch, failing=set())
+    gc.disable()
+    try:
+        collector.pause()  # already off: not paused by diffill, so not resumed by it
+        _load(Settings())
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
