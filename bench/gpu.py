@@ -33,6 +33,7 @@ from diffill.model.diffusion_gemma import DiffusionGemma
 from diffill.model.footprint import quantized_bytes, weight_footprint
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, tile_weights, untile_weights
 from diffill.model.random_weights import fill_quantized, random_quantized_model
+from diffill.model.sampler import SamplerConfig, denoise_canvas, entropy_keep
 
 from .model import hf_config
 
@@ -104,12 +105,8 @@ class Denoiser:
         hidden = net._run(net.self_conditioning(net.embed(x), soft), self.positions, self.cache, causal=False)
         logits = net.head(hidden)
         st = sampler_step(logits, temp, seed)
-        entropy = st.entropy.view(x.shape)
-        sorted_h, order = torch.sort(entropy, dim=-1)
-        chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= self.bound
-        keep = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
-        noise = torch.randint(0, net.config.vocab_size, x.shape, device=x.device)
-        return torch.where(keep, st.sample.view(x.shape), noise), (logits, temp, st.lse)
+        keep = entropy_keep(st.entropy.view(x.shape), self.bound)
+        return torch.where(keep, st.sample.view(x.shape), st.noise.view(x.shape)), (logits, temp, st.lse)
 
     def canvas(self, x: torch.Tensor, steps: int, t_min: float = 0.4, t_max: float = 0.8) -> torch.Tensor:
         prev = None
@@ -335,6 +332,14 @@ def _measure_graphed(net, ids, x0, ar_tokens, reps, device, put) -> None:
             return t
 
         put("graphed_ar_ms_per_token", timed(ar_tokens_fn, 1, device) / ar_tokens)
+        cache.truncate(prompt)
+        c = x0.shape[1]
+        positions = torch.arange(prompt, prompt + c, device=device)[None]
+        cfg = SamplerConfig(max_denoising_steps=16, stability_threshold=None, confidence_threshold=None, fast=True)
+        gen = torch.Generator(device=device).manual_seed(0)
+        canvas_ms = timed(lambda: denoise_canvas(net, cache, positions, cfg, gen, c), 2, device)
+        put("graphed_step_ms", canvas_ms / cfg.max_denoising_steps)  # whole steps: pass, head, sampler, renoise
+        put("graphed_canvas_ms_16_steps", canvas_ms)
         if not graphs.enabled:
             put("graphed_error", "a capture failed: these ran eagerly")
     except Exception as exc:  # the run goes on without
@@ -369,6 +374,12 @@ def summary(res: dict[str, Any]) -> list[str]:
             f"as CUDA graphs: decoder pass {res['graphed_decoder_pass_ms']:.2f} ms (eager "
             f"{res['decoder_pass_ms']:.2f}), self-conditioned {res['graphed_self_conditioned_pass_ms']:.2f} ms, "
             f"AR {res['graphed_ar_ms_per_token']:.2f} ms/token"
+            + (
+                f"; whole denoise step {res['graphed_step_ms']:.2f} ms (eager {res['step_ms']:.2f}), 16 steps "
+                f"{res['graphed_canvas_ms_16_steps']:.1f} ms"
+                if "graphed_step_ms" in res
+                else ""
+            )
         )
     elif "graphed_error" in res:
         lines.append(f"CUDA graphs: not measured ({res['graphed_error']})")

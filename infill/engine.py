@@ -74,11 +74,9 @@ class CompletionEngine:
     def warm_up(self) -> None:
         """Before the first completion: CUDA graphs captured for the shapes completions replay (model.graphs), then
         the pass clock calibrated on the passes as they will run."""
-        graphs = getattr(self.model.net, "graphs", None)
-        if graphs is not None:
-            d = self.options.drafts
-            canvas = d.canvas_length or self.model.config.canvas_length
-            graphs.warm((canvas, d.line_canvas_length or canvas))
+        d = self.options.drafts
+        canvas = d.canvas_length or self.model.config.canvas_length
+        self.model.warm_graphs((canvas, d.line_canvas_length or canvas))
         self.pass_clock.calibrate(self.model)
 
     def complete(

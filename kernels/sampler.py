@@ -21,6 +21,7 @@ class SamplerStep:
     argmax: torch.Tensor  # [R] int64
     entropy: torch.Tensor  # [R] fp32, of softmax(z)
     lse: torch.Tensor  # [R] fp32, logsumexp(z), reused by the soft embedding
+    noise: torch.Tensor  # [R] int64, a uniform id (what a position not kept is renoised to)
 
 
 def _rows(logits: torch.Tensor) -> torch.Tensor:
@@ -37,10 +38,15 @@ def sampler_step_reference(
     probs = norm.exp()
     entropy = -(norm * probs).sum(-1)
     sample = torch.multinomial(probs, 1, generator=generator)[:, 0]
-    return SamplerStep(sample, z.argmax(dim=-1), entropy, lse)
+    noise = torch.randint(0, z.shape[-1], sample.shape, generator=generator, device=z.device)
+    return SamplerStep(sample, z.argmax(dim=-1), entropy, lse, noise)
 
 
-def sampler_step_triton(logits: torch.Tensor, temperature: float = 1.0, seed: int = 0, block_v: int = 4096):
+def sampler_step_triton(
+    logits: torch.Tensor, temperature: float = 1.0, seed: int | torch.Tensor = 0, block_v: int = 4096
+) -> SamplerStep:
+    """The fused step; `seed` an int, or a one-element int64 tensor on the logits' device that the kernel reads
+    (what a CUDA graph replays with a new value each time)."""
     from .triton_sampler import sampler_stats_kernel
 
     rows = _rows(logits)
@@ -52,10 +58,13 @@ def sampler_step_triton(logits: torch.Tensor, temperature: float = 1.0, seed: in
     argmax = torch.empty(r, dtype=torch.int64, device=dev)
     entropy = torch.empty(r, dtype=torch.float32, device=dev)
     lse = torch.empty(r, dtype=torch.float32, device=dev)
+    noise = torch.empty(r, dtype=torch.int64, device=dev)
+    in_memory = isinstance(seed, torch.Tensor)
     sampler_stats_kernel[(r,)](
-        rows, sample, argmax, entropy, lse, float(temperature), int(seed), v, rows.stride(0), BV=block_v
-    )
-    return SamplerStep(sample, argmax, entropy, lse)
+        rows, sample, argmax, entropy, lse, noise, float(temperature), seed if in_memory else int(seed), r, v,
+        rows.stride(0), BV=block_v, SEED_IN_MEMORY=in_memory,
+    )  # fmt: skip
+    return SamplerStep(sample, argmax, entropy, lse, noise)
 
 
 def sampler_step(

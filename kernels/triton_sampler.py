@@ -2,7 +2,9 @@
 
 `sampler_stats_kernel` reads each row of logits once, in chunks, and keeps running statistics (online softmax):
 max, sum of exp, sum of exp * (z - max) for the entropy, the argmax, and the Gumbel-max sample
-argmax(z + g), g = -log(-log(u)) from Philox uniforms, which draws from softmax(z) like torch.multinomial.
+argmax(z + g), g = -log(-log(u)) from Philox uniforms, which draws from softmax(z) like torch.multinomial; and a
+uniform id per row (the renoising draw). The seed is an argument, or (`SEED_IN_MEMORY`) read from a one-element
+tensor, so that a CUDA graph replaying the step takes a new seed at each replay.
 `soft_embedding_kernel` is the self-conditioning input softmax(z) @ E without writing the probabilities.
 """
 
@@ -14,9 +16,23 @@ import triton.language as tl
 
 @triton.jit
 def sampler_stats_kernel(
-    logits_ptr, sample_ptr, argmax_ptr, entropy_ptr, lse_ptr, temperature, seed, V, stride_r, BV: tl.constexpr
+    logits_ptr,
+    sample_ptr,
+    argmax_ptr,
+    entropy_ptr,
+    lse_ptr,
+    noise_ptr,
+    temperature,
+    seed,
+    R,
+    V,
+    stride_r,
+    BV: tl.constexpr,
+    SEED_IN_MEMORY: tl.constexpr,
 ):
     row = tl.program_id(0)
+    if SEED_IN_MEMORY:
+        seed = tl.load(seed)
     base = logits_ptr + row.to(tl.int64) * stride_r
     m = tl.full((), float("-inf"), tl.float32)
     s = tl.zeros((), tl.float32)
@@ -56,6 +72,8 @@ def sampler_stats_kernel(
     tl.store(entropy_ptr + row, log_s - t / s)
     tl.store(argmax_ptr + row, best_i.to(tl.int64))
     tl.store(sample_ptr + row, gbest_i.to(tl.int64))
+    u = tl.rand(seed, R * V + row)  # past every offset the Gumbel draws used
+    tl.store(noise_ptr + row, tl.minimum((u * V).to(tl.int32), V - 1).to(tl.int64))
 
 
 @triton.jit

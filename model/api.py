@@ -343,6 +343,26 @@ class DiffusionModel:
         return max(0, todo)
 
     @torch.inference_mode()
+    def warm_graphs(self, canvas_lengths: Collection[int]) -> int:
+        """Captures, before the first completion, the CUDA graphs completions replay (model/graphs.py): the
+        passes, then whole denoise steps at each canvas length (the first step and the self-conditioned ones,
+        with the first token free or restricted, as token healing asks) under this model's sampler rule. Other
+        kinds (pinned canvases) are captured when first used. Returns how many graphs are held."""
+        graphs = self.net.graphs
+        if graphs is None:
+            return 0
+        graphs.warm(tuple(canvas_lengths))
+        if self.sampler.fast and graphs.enabled:
+            vocab = self.config.vocab_size
+            for c in sorted(set(canvas_lengths)):
+                for first in (None, [2 % vocab]):
+                    graphs.cache.reset()
+                    self.generate_full([2 % vocab] * 4, c, seed=0, steps=2, canvas_length=c, cache=graphs.cache,
+                                       first_allowed=first)  # fmt: skip
+            graphs.cache.reset()
+        return graphs.held()
+
+    @torch.inference_mode()
     def denoise_step(self, prompt_ids, canvas_length: int, cache: KVCache) -> torch.Tensor:
         """One decoder pass over a noise canvas after the cached prompt (encoded first where the cache lacks it):
         what a denoising step costs, for timing."""

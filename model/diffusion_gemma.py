@@ -128,8 +128,14 @@ class DiffusionGemma(nn.Module):
         if positions is None:
             start = cache.length
             positions = torch.arange(start, start + canvas.shape[1], device=canvas.device)[None]
-        x = self.self_conditioning(self.embed(canvas), soft)
-        return self._run(x, positions, cache, causal=False)
+        return self.eager_decode_hidden(canvas, soft, positions, cache)
+
+    def eager_decode_hidden(
+        self, canvas: torch.Tensor, soft: torch.Tensor | None, positions: torch.Tensor, cache: KVCache
+    ) -> torch.Tensor:
+        """The decoder pass itself, never through the graphs (what they capture), from the self-conditioning
+        input `soft` (None: none)."""
+        return self._run(self.self_conditioning(self.embed(canvas), soft), positions, cache, causal=False)
 
     def decode(
         self,

@@ -34,7 +34,7 @@ Replay = Callable[[], torch.Tensor]
 MAX_CAUSAL = 16  # causal pass lengths graphed: the AR token and speculative verifications (1 + a draft)
 
 
-def capture(fn: Callable[[], torch.Tensor], enabled: bool, pool: Any = None) -> Replay:
+def capture(fn: Callable[[], Any], enabled: bool, pool: Any = None) -> Callable[[], Any]:
     """`fn` as a replayable graph (warmed up on a side stream first, as PyTorch asks), or `fn` itself. Graphs of
     one `pool` share their memory: they replay one at a time and their outputs are copied out at once."""
     if not enabled:
@@ -49,7 +49,7 @@ def capture(fn: Callable[[], torch.Tensor], enabled: bool, pool: Any = None) -> 
     with torch.cuda.graph(graph, pool=pool):
         out = fn()
 
-    def replay() -> torch.Tensor:
+    def replay() -> Any:
         graph.replay()
         return out
 
@@ -66,6 +66,8 @@ class PassGraphs:
         self.capture_graphs = net.device.type == "cuda" if capture_graphs is None else capture_graphs
         self.enabled = True
         self._graphs: dict[tuple[Any, ...], tuple[Replay, dict[str, torch.Tensor]]] = {}
+        self._state: dict[Any, dict[str, torch.Tensor]] = {}  # the denoise steps' buffers, per canvas shape
+        self._steps: dict[tuple[Any, ...], Callable[[], Any]] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.capture_graphs else None
 
     def serves(self, cache: Any, x: torch.Tensor, causal: bool) -> bool:
@@ -124,11 +126,35 @@ class PassGraphs:
         if entry is None:
 
             def run() -> torch.Tensor:
-                x = net.self_conditioning(net.embed(bufs["canvas"]), bufs.get("soft"))
-                return net._run(x, bufs["positions"], cache, causal=False)
+                return net.eager_decode_hidden(bufs["canvas"], bufs.get("soft"), bufs["positions"], cache)
 
             entry = self._graph(key, bufs, run)
         return entry[0]().clone()
+
+    def state(self, shape: Any, make: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """The static buffers a whole denoise step reads and writes in place (model/sampler.py `denoise_canvas`),
+        one set per canvas `shape`, shared by the graphs of its first and later steps."""
+        if shape not in self._state:
+            self._state[shape] = make()
+        return self._state[shape]
+
+    def step(self, key: tuple[Any, ...], shape: Any, run: Callable[[], Any]) -> Any:
+        """Replays `run`, a whole denoise step over `state(shape)` (captured at its first call); returns its
+        outputs (static buffers, overwritten by the next replay). The capture's warm-up steps change the state:
+        it is put back before the first replay."""
+        replay = self._steps.get(key)
+        if replay is None:
+            state = self._state[shape]
+            saved = {k: v.clone() for k, v in state.items()}
+            mark = self.cache.length
+            try:
+                replay = capture(run, self.capture_graphs, self._pool)
+            finally:
+                for k, v in saved.items():
+                    state[k].copy_(v)
+                self.cache.truncate(mark)
+            self._steps[key] = replay
+        return replay()
 
     @torch.inference_mode()
     def warm(self, canvas_lengths: tuple[int, ...]) -> int:
@@ -154,12 +180,18 @@ class PassGraphs:
             self.cache.reset()
         return len(self._graphs)
 
+    def held(self) -> int:
+        """How many graphs are captured (passes and whole steps)."""
+        return len(self._graphs) + len(self._steps)
+
     def disable(self, exc: Exception) -> None:
         """After a capture failed: every pass eager from now on (the working cache still serves)."""
         if self.enabled:
             log.warning("CUDA graphs off (%s: %s): the passes run eagerly", type(exc).__name__, exc)
         self.enabled = False
         self._graphs.clear()
+        self._steps.clear()
+        self._state.clear()
 
 
 def graphable(net: DiffusionGemma) -> bool:

@@ -93,10 +93,11 @@ def temperature(cfg: SamplerConfig, step: int, total: int) -> torch.Tensor | Non
 
 
 def pin_logits(logits: torch.Tensor, pin_mask: torch.Tensor, pin_ids: torch.Tensor) -> torch.Tensor:
-    """Forces a one-hot distribution at pinned positions (mask [B, C], ids [B, C])."""
-    forced = torch.full_like(logits, torch.finfo(logits.dtype).min)
-    forced.scatter_(-1, pin_ids.unsqueeze(-1), 0.0)
-    return torch.where(pin_mask.unsqueeze(-1), forced, logits)
+    """Forces a one-hot distribution at pinned positions (mask [B, C], ids [B, C]), in one pass over the logits."""
+    mask, ids = pin_mask.unsqueeze(-1), pin_ids.unsqueeze(-1)
+    kept = logits.gather(-1, ids)  # an unpinned row gets its own value back
+    pinned = logits.masked_fill(mask, torch.finfo(logits.dtype).min)
+    return pinned.scatter_(-1, ids, torch.where(mask, 0.0, kept))
 
 
 def inverse_cdf_sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -116,18 +117,37 @@ def _kernels_run(z: torch.Tensor) -> bool:
     return use_triton(z) or (interpreting() and triton_available())
 
 
-def _fused_stats(z: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sample (Gumbel-max), argmax and entropy of softmax(z) in one read of the [B, C, V] logits. The seed is
-    drawn on the host (`_kernel_seeds`): one drawn on the GPU would make the host wait for it at every step."""
+def _fused_stats(z: torch.Tensor, seed: int | torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Sample (Gumbel-max), argmax, entropy of softmax(z) and a renoising id per position, in one read of the
+    [B, C, V] logits. The seed is drawn on the host (`_kernel_seeds`): one drawn on the GPU would make the host
+    wait for it at every step (a graphed step reads it from a buffer the host fills)."""
     step = kernel_sampler.sampler_step_triton(z, 1.0, seed)
     shape = z.shape[:-1]
-    return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape)
+    return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape), step.noise.view(shape)
 
 
 def restrict_first(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Logits [B, C, V] with the first position's disallowed ids at the dtype's minimum."""
-    first = logits[:, :1].masked_fill(~allowed, torch.finfo(logits.dtype).min)
-    return torch.cat([first, logits[:, 1:]], dim=1)
+    """Logits [B, C, V] with the first position's disallowed ids at the dtype's minimum (in place: the logits
+    are a pass's own output)."""
+    logits[:, 0].masked_fill_(~allowed, torch.finfo(logits.dtype).min)
+    return logits
+
+
+def entropy_keep(entropy: torch.Tensor, bound: float) -> torch.Tensor:
+    """The positions whose draw is kept: the lowest-entropy ones while the entropy of those kept before them
+    sums to at most `bound` (the reference's rule)."""
+    sorted_h, order = torch.sort(entropy, dim=-1)
+    chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= bound
+    return torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
+
+
+def stable_since(history: torch.Tensor, argmax: torch.Tensor) -> torch.Tensor:
+    """Whether `argmax` [B, C] equals each of the drafts in `history` [S, B, C]; then it joins the history (in
+    place, the oldest leaving)."""
+    stable = (history == argmax[None]).all(dim=-1).all(dim=0)
+    history.copy_(torch.roll(history, shifts=-1, dims=0))
+    history[-1] = argmax
+    return stable
 
 
 def _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel):
@@ -173,6 +193,9 @@ def denoise_canvas(
     )
     if pin_mask is not None:
         x = torch.where(pin_mask, pin_ids, x)
+    if cfg.fast and _on_graphs(model, cache, x):
+        return _denoise_on_graphs(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel, on_draft,
+                                  first_allowed)  # fmt: skip
     total = cfg.max_denoising_steps
     adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
     seeds = _kernel_seeds(generator, cache.length)
@@ -186,8 +209,9 @@ def denoise_canvas(
         last_logits = logits
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
+        noise = None
         if cfg.fast and _kernels_run(z):
-            sample, argmax, entropy = _fused_stats(z, seeds.randrange(2**31 - 1))
+            sample, argmax, entropy, noise = _fused_stats(z, seeds.randrange(2**31 - 1))
         else:
             probs = torch.softmax(z, dim=-1, dtype=torch.float32)
             if cfg.fast:
@@ -196,11 +220,10 @@ def denoise_canvas(
                 sample = torch.multinomial(probs.view(-1, vocab), 1, generator=generator).view(batch, canvas_length)
             argmax = torch.argmax(z, dim=-1)
             entropy = categorical_entropy(z)
-        sorted_h, order = torch.sort(entropy, dim=-1)
-        chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= cfg.entropy_bound
-        keep = torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
+        keep = entropy_keep(entropy, cfg.entropy_bound)
         accepted = torch.where(keep, sample, x)
-        noise = torch.randint(0, vocab, (batch, canvas_length), generator=generator, device=device)
+        if noise is None:
+            noise = torch.randint(0, vocab, (batch, canvas_length), generator=generator, device=device)
         x = torch.where(keep, accepted, noise)
         if on_draft is not None:
             on_draft(argmax, steps)
@@ -211,9 +234,7 @@ def denoise_canvas(
             else:
                 if history is None:
                     history = torch.full((cfg.stability_threshold, batch, canvas_length), -1, device=device)
-                stable = (history == argmax[None]).all(dim=-1).all(dim=0)
-                history = torch.roll(history, shifts=-1, dims=0)
-                history[-1] = argmax
+                stable = stable_since(history, argmax)
             confident = entropy.mean(dim=-1) < cfg.confidence_threshold
             if bool((stable & confident).all()):
                 break
@@ -222,6 +243,105 @@ def denoise_canvas(
         probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
         confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
     return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
+
+
+def _on_graphs(model: DiffusionGemma, cache: KVCache, x: torch.Tensor) -> bool:
+    """Whether whole denoise steps replay as graphs: the cache is the graphs' working cache and the fused sampler
+    runs (CUDA; the Triton interpreter in tests)."""
+    graphs = model.graphs
+    return graphs is not None and graphs.serves(cache, x, causal=False) and _kernels_run(model.embed_tokens.weight)
+
+
+def _step_state(model: DiffusionGemma, c: int, history: int) -> dict[str, torch.Tensor]:
+    dev, vocab = model.device, model.config.vocab_size
+    return {
+        "x": torch.zeros(1, c, dtype=torch.long, device=dev),
+        "positions": torch.zeros(1, c, dtype=torch.long, device=dev),
+        "prev": torch.zeros(1, c, vocab, dtype=model.dtype, device=dev),  # the last step's tempered logits
+        "pin_mask": torch.zeros(1, c, dtype=torch.bool, device=dev),
+        "pin_ids": torch.zeros(1, c, dtype=torch.long, device=dev),
+        "allowed": torch.ones(vocab, dtype=torch.bool, device=dev),
+        "temp": torch.ones((), dtype=torch.float32, device=dev),
+        "seed": torch.zeros(1, dtype=torch.int64, device=dev),
+        "history": torch.full((max(1, history), 1, c), -1, dtype=torch.long, device=dev),
+    }
+
+
+def _graphed_step(model: DiffusionGemma, cache: KVCache, s: dict[str, torch.Tensor], cfg: SamplerConfig,
+                  conditioned: bool, pinned: bool, restricted: bool) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    """One whole denoise step over the static state `s`, as `denoise_canvas`'s loop computes it with the fused
+    sampler: no host sync, so one graph replays it. Writes the next canvas and the self-conditioning input into
+    `s`; returns the (constrained) logits, the argmax draft and whether the canvas has settled."""
+    soft = model.self_conditioning_input(s["prev"]) if conditioned else None
+    logits = model.head(model.eager_decode_hidden(s["x"], soft, s["positions"], cache))
+    if pinned:
+        logits = pin_logits(logits, s["pin_mask"], s["pin_ids"])
+    if restricted:
+        logits = restrict_first(logits, s["allowed"])
+    z = logits / s["temp"]
+    sample, argmax, entropy, noise = _fused_stats(z, s["seed"])
+    s["x"].copy_(torch.where(entropy_keep(entropy, cfg.entropy_bound), sample, noise))
+    s["prev"].copy_(z)
+    confident = entropy.mean(dim=-1) < (cfg.confidence_threshold or 0.0)
+    stable = stable_since(s["history"], argmax) if cfg.stability_threshold else torch.ones_like(confident)
+    return logits, argmax, stable & confident
+
+
+def _denoise_on_graphs(
+    model: DiffusionGemma,
+    cache: KVCache,
+    positions: torch.Tensor,
+    cfg: SamplerConfig,
+    generator: torch.Generator,
+    x: torch.Tensor,
+    pin_mask: torch.Tensor | None,
+    pin_ids: torch.Tensor | None,
+    cancel: Callable[[], bool] | None,
+    on_draft: Callable[[torch.Tensor, int], None] | None,
+    first_allowed: torch.Tensor | None,
+) -> CanvasResult:
+    """`denoise_canvas` with each step one graph replay (model/graphs.py `PassGraphs.step`): the host writes the
+    step's temperature and seed into the state, replays, and reads one flag (whether to stop). The same tokens
+    as the eager loop with the fused sampler, step for step."""
+    graphs, c = model.graphs, x.shape[1]
+    history = cfg.stability_threshold or 0
+    shape = (c, history)
+    s = graphs.state(shape, lambda: _step_state(model, c, history))
+    s["x"].copy_(x)
+    s["positions"].copy_(positions)
+    s["history"].fill_(-1)
+    pinned, restricted = pin_mask is not None, first_allowed is not None
+    if pinned:
+        s["pin_mask"].copy_(pin_mask)
+        s["pin_ids"].copy_(pin_ids)
+    if restricted:
+        s["allowed"].copy_(first_allowed)
+    adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
+    rule = (cfg.entropy_bound, cfg.confidence_threshold, cfg.stability_threshold)  # what the graph holds fixed
+    seeds = _kernel_seeds(generator, cache.length)
+    total = cfg.max_denoising_steps
+    steps, logits, argmax = 0, None, x
+    for n in range(total, 0, -1):
+        if cancel is not None and cancel():
+            raise Cancelled()
+        temp = temperature(cfg, n, total)
+        s["temp"].fill_(float(temp) if temp is not None else 1.0)
+        s["seed"].fill_(seeds.randrange(2**31 - 1))
+        conditioned = steps > 0
+        key = ("step", shape, conditioned, pinned, restricted, rule)
+        logits, argmax, done = graphs.step(
+            key, shape, lambda k=conditioned: _graphed_step(model, cache, s, cfg, k, pinned, restricted)
+        )
+        steps += 1
+        if on_draft is not None:
+            on_draft(argmax.clone(), steps)
+        if adaptive and bool(done.all()):
+            break
+    confidence = None
+    if logits is not None:
+        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
+    return CanvasResult(tokens=argmax.clone(), steps=steps, confidence=confidence)
 
 
 def refine_canvas(

@@ -15,7 +15,8 @@ def test_dry_run_writes_every_figure(tmp_path):
     res = json.loads(out.read_text())
     for key in ("copy_bandwidth_GBps", "step_ms", "roofline_step_ms", "step_fraction_of_roofline",
                 "canvas_ms_2_steps", "tokens_per_s_3_steps", "ar_tokens_per_s", "speedup_vs_ar_2_steps",
-                "transformers", "wall_s", "graphed_decoder_pass_ms", "graphed_ar_ms_per_token"):  # fmt: skip
+                "transformers", "wall_s", "graphed_decoder_pass_ms", "graphed_ar_ms_per_token", "graphed_step_ms",
+                "graphed_canvas_ms_16_steps"):  # fmt: skip
         assert key in res, key
     assert res["dry_run"] and res["step_ms"] > 0
 

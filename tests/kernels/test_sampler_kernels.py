@@ -156,3 +156,17 @@ def test_the_fused_samplers_seeds_come_from_the_host(monkeypatch):
         runs.append(list(seeds))
     assert runs[0] == runs[1] and len(set(runs[0])) == len(runs[0]) >= 2
     assert runs[2] != runs[0]
+
+
+def test_a_seed_read_from_memory_draws_as_the_same_seed_given():
+    """A graphed step passes its seed in a tensor (refilled before each replay): the same draws as the seed given
+    as an argument, other draws for another seed; the renoising ids cover the vocabulary."""
+    logits = torch.randn(64, 50)
+    dev = device()
+    given = sampler_step_triton(logits.to(dev), 0.8, seed=1234, block_v=32)
+    stored = sampler_step_triton(logits.to(dev), 0.8, seed=torch.tensor([1234], device=dev), block_v=32)
+    other = sampler_step_triton(logits.to(dev), 0.8, seed=torch.tensor([99], device=dev), block_v=32)
+    assert torch.equal(given.sample, stored.sample) and torch.equal(given.noise, stored.noise)
+    assert not torch.equal(given.noise, other.noise) and not torch.equal(given.sample, other.sample)
+    noise = torch.cat([given.noise, other.noise]).cpu()
+    assert 0 <= int(noise.min()) and int(noise.max()) < 50 and len(set(noise.tolist())) > 30

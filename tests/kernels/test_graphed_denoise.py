@@ -1,0 +1,113 @@
+"""Whole denoise steps on the graphs' static state (model/sampler.py `_denoise_on_graphs`, model/graphs.py
+`PassGraphs.step`), run here without CUDA (the capture is the step itself, or its warm-up side effects first)
+and held token for token to the eager loop with the same fused sampler (the Triton interpreter)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from kernel_support import requires_kernels
+
+from diffill.model import graphs as graphs_module
+from diffill.model import sampler as sampler_module
+from diffill.model.graphs import PassGraphs
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from tiny import random_model, tiny_config  # noqa: E402
+
+pytestmark = [
+    requires_kernels,
+    # The interpreter evaluates both sides of tl.where (0 * inf) and finfo.min / T overflows to -inf, as in torch.
+    pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning"),
+]
+
+PROMPT = [2, 10, 11, 12, 13]
+
+
+def warmed_capture(fn, enabled, pool=None):
+    """What a capture does to the state without CUDA: two warm-up steps run (and are undone) before it is kept."""
+    fn()
+    fn()
+    return fn
+
+
+def _runs(model, **kw):
+    """(tokens, steps, drafts) of one generation: eager (no graphs), then on the graphs' working cache."""
+    out = []
+    for graphed in (False, True):
+        model.net.graphs = PassGraphs(model.net, 128, capture_graphs=False) if graphed else None
+        cache = model.net.graphs.cache if graphed else None
+        drafts: list[list[int]] = []
+        full = model.generate_full(
+            PROMPT, cache=cache, on_draft=lambda d, n, seen=drafts: seen.append(d[0].tolist()), fast=True, **kw
+        )
+        out.append((full.tokens, full.steps, drafts, [round(p, 5) for p in full.confidence]))
+    model.net.graphs = None
+    return out
+
+
+@pytest.mark.parametrize("warm_up", [False, True])
+def test_graphed_steps_commit_what_the_eager_loop_commits(warm_up, monkeypatch):
+    if warm_up:
+        monkeypatch.setattr(graphs_module, "capture", warmed_capture)
+    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    calls = []
+    real = sampler_module._denoise_on_graphs
+    monkeypatch.setattr(sampler_module, "_denoise_on_graphs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cases = [
+        dict(max_new_tokens=16, canvas_length=8, steps=6, seed=1),  # two canvases, the second after a commit
+        dict(max_new_tokens=8, canvas_length=8, steps=6, seed=2, pinned={1: 42, 5: 43}),
+        dict(max_new_tokens=8, canvas_length=8, steps=4, seed=3, first_allowed=[50, 51, 52]),
+        dict(max_new_tokens=8, canvas_length=8, steps=8, seed=4, stability_threshold=0, confidence_threshold=100.0),
+    ]
+    for kw in cases:
+        calls.clear()
+        eager, graphed = _runs(model, **kw)
+        assert calls, kw  # the second run took the graphs (the first had none)
+        assert graphed == eager, kw
+        tokens, steps, drafts, _ = graphed
+        assert 1 <= steps <= kw["steps"] * 2 and len(drafts) == steps
+        for off, tok in kw.get("pinned", {}).items():
+            assert tokens[off] == tok
+        if "first_allowed" in kw:
+            assert tokens[0] in kw["first_allowed"]
+    assert eager[1] == 1  # confidence_threshold 100 and no stability rule: the first step settles
+
+
+def test_a_graph_is_kept_per_step_kind_and_rule(monkeypatch):
+    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    graphs = PassGraphs(model.net, 128, capture_graphs=False)
+    model.net.graphs = graphs
+    try:
+        model.generate(PROMPT, cache=graphs.cache, fast=True, max_new_tokens=8, canvas_length=8, steps=3, seed=0,
+                       stability_threshold=None)  # fmt: skip
+        kinds = {k[2:5] for k in graphs._steps}
+        assert kinds == {(False, False, False), (True, False, False)}  # the first step, then the conditioned ones
+        graphs.cache.reset()
+        model.generate(PROMPT, cache=graphs.cache, fast=True, max_new_tokens=8, canvas_length=8, steps=3, seed=0,
+                       entropy_bound=0.5, stability_threshold=None)  # fmt: skip
+        assert len({k[5] for k in graphs._steps}) == 2  # another entropy bound: graphs of its own
+        graphs.disable(RuntimeError("test"))
+        assert not graphs._steps and not graphs._state
+    finally:
+        model.net.graphs = None
+
+
+def test_warming_captures_the_steps_completions_take(monkeypatch):
+    """DiffusionModel.warm_graphs (at load): the passes, then the first and conditioned steps at each canvas
+    length with the first token free or restricted; a generation of those kinds then captures nothing new, and
+    the working cache is left empty."""
+    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model.sampler = model.sampler.with_overrides(fast=True)
+    graphs = PassGraphs(model.net, 128, capture_graphs=False)
+    model.net.graphs = graphs
+    try:
+        held = model.warm_graphs((8, 4))
+        steps = set(graphs._steps)
+        assert {(k[1][0], k[2], k[4]) for k in steps} == {(c, s, r) for c in (8, 4) for s in (0, 1) for r in (0, 1)}
+        assert held == len(graphs._graphs) + len(steps) and graphs.cache.length == 0
+        model.generate(PROMPT, cache=graphs.cache, max_new_tokens=8, canvas_length=8, steps=3, seed=5,
+                       first_allowed=[7, 8])  # fmt: skip
+        assert set(graphs._steps) == steps
+    finally:
+        model.net.graphs = None
