@@ -439,12 +439,15 @@ def kernel_sweeps(dry_run: bool) -> dict[tuple[str, int], list]:
     """Launch shapes `kernel_table` times per (kernel, tokens): output tiles, warps (Triton's default stages)."""
 
     if dry_run:
-        return {("moe", 16): [Tiles(16, 32), Tiles(32, 64)], ("proj", 16): [Tiles(16, 32), Tiles(1, 32)]}
+        return {("moe", 16): [Tiles(16, 32), Tiles(32, 64), Tiles(16, 32, split_k=2)],
+                ("proj", 16): [Tiles(16, 32), Tiles(1, 32)]}  # fmt: skip
     few = [Tiles(16, bn, w) for bn in (16, 32, 64, 128) for w in (2, 4)]
+    split = [Tiles(16, bn, 4, split_k=s) for bn in (32, 64) for s in (2, 4)]  # the MoE's down projection split
     gemv = [Tiles(1, bn, w) for bn in (32, 64, 128, 256) for w in (2, 4)]  # qlinear's matrix-vector kernel
     moe_many = [Tiles(bm, bn, w) for bm in (16, 32, 64) for bn in (32, 64, 128) for w in (4, 8)]
     proj_many = [Tiles(bm, bn, w) for bm in (32, 64, 128) for bn in (64, 128) for w in (4, 8)]
-    return {("moe", 1): few, ("moe", 256): moe_many, ("proj", 1): few + gemv, ("proj", 256): proj_many}
+    return {("moe", 1): few + split, ("moe", 16): few + split, ("moe", 256): moe_many,
+            ("proj", 1): few + gemv, ("proj", 16): few, ("proj", 256): proj_many}  # fmt: skip
 
 
 def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
@@ -518,7 +521,7 @@ def kernel_table(out_path: str | Path, dry_run: bool = False) -> str:
         for (name, tokens), variants in kernel_sweeps(dry_run).items():
             x, weights, index, moe_bytes = inputs[tokens]
             for t in variants:
-                label = f"bm={t.bm} bn={t.bn} warps={t.warps}"
+                label = f"bm={t.bm} bn={t.bn} warps={t.warps}" + (f" split={t.split_k}" if t.split_k > 1 else "")
                 if name == "moe":
                     fn = functools.partial(fused_moe_triton, x, weights, index, packed, t)
                     cpu = functools.partial(experts, x, weights, index)

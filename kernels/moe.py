@@ -151,15 +151,16 @@ def fused_moe_triton(
         BITS=bits, GROUP=g1, BM=bm, BN=bn, BK=bk1, PAIRED=paired(bits, bk1), num_warps=launch.warps,
         num_stages=launch.stages,
     )  # fmt: skip
-    out = torch.empty(n_slots, h, dtype=torch.float32, device=x.device)
+    split = max(1, min(launch.split_k, triton.cdiv(ie, bk2)))
+    out = (torch.zeros if split > 1 else torch.empty)(n_slots, h, dtype=torch.float32, device=x.device)
     topw = weights.reshape(-1).float().contiguous()
-    grid2 = (sorted_slots.numel() // bm, triton.cdiv(h, bn))
+    grid2 = (sorted_slots.numel() // bm, triton.cdiv(h, bn), split)
     moe_down_kernel[grid2](
         hidden, w.down_qweight, w.down_scales, out, topw, sorted_slots, block_expert, n_padded,
         n_slots, ie, h, hidden.stride(0), w.down_qweight.stride(0), dn_wn, dn_wb, w.down_scales.stride(0),
         w.down_scales.stride(1), out.stride(0),
-        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2), num_warps=launch.warps,
-        num_stages=launch.stages,
+        BITS=bits, GROUP=g2, BM=bm, BN=bn, BK=bk2, PAIRED=paired(bits, bk2), SPLIT_K=split,
+        num_warps=launch.warps, num_stages=launch.stages,
     )  # fmt: skip
     return out.view(t, k, h).sum(1).to(x.dtype)
 

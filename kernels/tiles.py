@@ -20,12 +20,15 @@ TILES_FILE = Path(__file__).with_name("tiles.json")
 
 @dataclass(frozen=True)
 class Tiles:
-    """One kernel launch's output tile (bm tokens x bn features) and shape (warps, software-pipeline stages)."""
+    """One kernel launch's output tile (bm tokens x bn features) and shape (warps, software-pipeline stages);
+    `split_k` splits the MoE down projection's inputs over that many programs (a few tokens: more of the GPU busy;
+    split-K can also lose, so only a sweep picks it)."""
 
     bm: int
     bn: int
     warps: int = 4
     stages: int = 3
+    split_k: int = 1
 
 
 def _heuristic(kernel: str, m: int) -> Tiles:

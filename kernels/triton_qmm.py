@@ -243,12 +243,18 @@ def moe_down_kernel(
     BN: tl.constexpr,
     BK: tl.constexpr,
     PAIRED: tl.constexpr,
+    SPLIT_K: tl.constexpr,
 ):
-    """y[slot, :] = routing_weight[slot] * (h[slot] @ down_e.T), in fp32 (summed over k by the caller)."""
+    """y[slot, :] = routing_weight[slot] * (h[slot] @ down_e.T), in fp32 (summed over k by the caller). With
+    SPLIT_K > 1 the third grid axis splits the inputs (more programs where a few tokens leave the GPU idle): each
+    program adds its part into y, which starts at zero."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     if pid_m * BM >= tl.load(npad_ptr):
         return
+    chunk = tl.cdiv(tl.cdiv(K, BK), SPLIT_K) * BK  # whole K tiles per split: a tile never straddles a group
+    k_lo = tl.program_id(2) * chunk
+    k_hi = tl.minimum(k_lo + chunk, K)
     slots = tl.load(sorted_ptr + pid_m * BM + tl.arange(0, BM))
     valid = slots < n_slots
     e = tl.load(expert_ptr + pid_m).to(tl.int64)
@@ -257,14 +263,18 @@ def moe_down_kernel(
     offs_n = pid_n * BN + tl.arange(0, BN)
     mask_n = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in range(k_lo, k_hi, BK):
         a0, a1 = load_rows(h_ptr, slots * stride_hm, valid, k0, K, BK, PAIRED)
         acc = dot_weights(
             acc, a0, a1, w_e, s_e, offs_n, mask_n, k0, K, stride_wn, stride_wb, stride_sn, BITS, GROUP, BK, PAIRED
         )
     weight = tl.load(topw_ptr + slots, mask=valid, other=0.0).to(tl.float32)
     acc = acc * weight[:, None]
-    tl.store(y_ptr + slots[:, None] * stride_ym + offs_n[None, :], acc, mask=valid[:, None] & mask_n[None, :])
+    y = y_ptr + slots[:, None] * stride_ym + offs_n[None, :]
+    if SPLIT_K == 1:
+        tl.store(y, acc, mask=valid[:, None] & mask_n[None, :])
+    else:
+        tl.atomic_add(y, acc, mask=valid[:, None] & mask_n[None, :])
 
 
 @triton.jit

@@ -102,7 +102,8 @@ def test_int4_reads_agree_paired_or_not(monkeypatch):
 
 
 def test_other_launch_shapes_compute_the_same():
-    """The tiles `bench gpu --kernels` sweeps (bigger and smaller blocks, other warp counts) change only speed."""
+    """The tiles `bench gpu --kernels` sweeps (bigger and smaller blocks, other warp counts, the MoE's down
+    projection split over its inputs) change only speed."""
     from diffill.kernels.tiles import Tiles
 
     torch.manual_seed(3)
@@ -114,6 +115,10 @@ def test_other_launch_shapes_compute_the_same():
     want = fused_moe_reference(x, weights, index, w)
     for shape in (Tiles(32, 32, 8), Tiles(64, 128, 4, 2)):
         assert_matches(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), moved, shape).cpu(), want)
+    wide = _experts("int4", 32, ie=128)  # four K tiles in the down projection: split two and four ways
+    want = fused_moe_reference(x, weights, index, wide)
+    for shape in (Tiles(16, 32, 4, split_k=2), Tiles(16, 64, 4, split_k=4), Tiles(16, 64, 4, split_k=9)):
+        assert_matches(fused_moe_triton(x.to(dev), weights.to(dev), index.to(dev), _on(wide, dev), shape).cpu(), want)
     spec = QuantSpec("int4", 32)
     q, s = quantize_tensor(torch.randn(48, 64) * 0.05, spec, 32)
     want = qlinear_reference(x, q, s, "int4")
