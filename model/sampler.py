@@ -194,8 +194,11 @@ def denoise_canvas(
     if pin_mask is not None:
         x = torch.where(pin_mask, pin_ids, x)
     if cfg.fast and _on_graphs(model, cache, x):
-        return _denoise_on_graphs(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel, on_draft,
-                                  first_allowed)  # fmt: skip
+        try:
+            return _denoise_on_graphs(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel,
+                                      on_draft, first_allowed)  # fmt: skip
+        except RuntimeError as exc:  # a step that cannot be captured: every step eager from now on
+            model.graphs.disable(exc)
     total = cfg.max_denoising_steps
     adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
     seeds = _kernel_seeds(generator, cache.length)

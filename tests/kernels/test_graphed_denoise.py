@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kernel_support import requires_kernels
+from kernel_support import device, requires_kernels
 
 from diffill.model import graphs as graphs_module
 from diffill.model import sampler as sampler_module
@@ -31,26 +31,37 @@ def warmed_capture(fn, enabled, pool=None):
     return fn
 
 
-def _runs(model, **kw):
-    """(tokens, steps, drafts) of one generation: eager (no graphs), then on the graphs' working cache."""
+def _model(quantized: bool = False):
+    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    if quantized:  # experts that never sync with the host: what a CUDA capture needs
+        from diffill.model.quant import quantize_model
+
+        model.net = quantize_model(model.net, "int4")
+    model.net.to(device())  # on a GPU the kernels run for CUDA tensors only
+    return model
+
+
+def _runs(model, capture: bool = False, **kw):
+    """(tokens, steps, drafts, confidence) of one generation: eager (no graphs), then on the graphs' working
+    cache (`capture`: as CUDA graphs)."""
     out = []
     for graphed in (False, True):
-        model.net.graphs = PassGraphs(model.net, 128, capture_graphs=False) if graphed else None
+        model.net.graphs = PassGraphs(model.net, 128, capture_graphs=capture) if graphed else None
         cache = model.net.graphs.cache if graphed else None
         drafts: list[list[int]] = []
         full = model.generate_full(
             PROMPT, cache=cache, on_draft=lambda d, n, seen=drafts: seen.append(d[0].tolist()), fast=True, **kw
         )
         out.append((full.tokens, full.steps, drafts, [round(p, 5) for p in full.confidence]))
-    model.net.graphs = None
-    return out
+    graphs, model.net.graphs = model.net.graphs, None
+    return out[0], out[1], graphs
 
 
 @pytest.mark.parametrize("warm_up", [False, True])
 def test_graphed_steps_commit_what_the_eager_loop_commits(warm_up, monkeypatch):
     if warm_up:
         monkeypatch.setattr(graphs_module, "capture", warmed_capture)
-    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model = _model()
     calls = []
     real = sampler_module._denoise_on_graphs
     monkeypatch.setattr(sampler_module, "_denoise_on_graphs", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -62,7 +73,7 @@ def test_graphed_steps_commit_what_the_eager_loop_commits(warm_up, monkeypatch):
     ]
     for kw in cases:
         calls.clear()
-        eager, graphed = _runs(model, **kw)
+        eager, graphed, _ = _runs(model, **kw)
         assert calls, kw  # the second run took the graphs (the first had none)
         assert graphed == eager, kw
         tokens, steps, drafts, _ = graphed
@@ -75,7 +86,7 @@ def test_graphed_steps_commit_what_the_eager_loop_commits(warm_up, monkeypatch):
 
 
 def test_a_graph_is_kept_per_step_kind_and_rule(monkeypatch):
-    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model = _model()
     graphs = PassGraphs(model.net, 128, capture_graphs=False)
     model.net.graphs = graphs
     try:
@@ -97,7 +108,7 @@ def test_warming_captures_the_steps_completions_take(monkeypatch):
     """DiffusionModel.warm_graphs (at load): the passes, then the first and conditioned steps at each canvas
     length with the first token free or restricted; a generation of those kinds then captures nothing new, and
     the working cache is left empty."""
-    model = random_model(tiny_config(vocab_size=200, canvas_length=8))
+    model = _model()
     model.sampler = model.sampler.with_overrides(fast=True)
     graphs = PassGraphs(model.net, 128, capture_graphs=False)
     model.net.graphs = graphs
@@ -111,3 +122,13 @@ def test_warming_captures_the_steps_completions_take(monkeypatch):
         assert set(graphs._steps) == steps
     finally:
         model.net.graphs = None
+
+
+@pytest.mark.skipif(device() != "cuda", reason="a CUDA capture (the device check)")
+def test_captured_steps_commit_what_the_eager_loop_commits():
+    model = _model(quantized=True)
+    for kw in (dict(max_new_tokens=16, canvas_length=8, steps=6, seed=1), dict(max_new_tokens=8, canvas_length=8,
+               steps=4, seed=3, first_allowed=[50, 51, 52], pinned={3: 9})):  # fmt: skip
+        eager, graphed, graphs = _runs(model, capture=True, **kw)
+        assert graphs.enabled and graphs._steps, kw  # captured, not fallen back to the eager loop
+        assert graphed[:3] == eager[:3], kw
