@@ -107,6 +107,15 @@ def _bench_lsp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_startup(args: argparse.Namespace) -> int:
+    import json
+
+    from .startup import run
+
+    run(args.root, runs=args.runs, settings=json.loads(args.settings))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds `eval` and `bench` with its subcommands to the `diffill` parser."""
     ev = sub.add_parser("eval", help="completion quality on source files (exact, useful, edit similarity, valid)")
@@ -221,6 +230,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--big", type=float, default=0.0, metavar="MB", help="--typing in documents this many MB long (e.g. 3)"
     )
     bl.set_defaults(func=_bench_lsp)
+    bu = bench.add_parser("startup", help="launches of `diffill serve`: to the initialize answer and to ready")
+    bu.add_argument("--root", default=".", help="the workspace folder the editor opens")
+    bu.add_argument("--runs", type=int, default=5)
+    bu.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bu.set_defaults(func=_bench_startup)
     be = bench.add_parser("edits", help="inline-edit acceptance on rename pairs drawn from real code")
     be.add_argument("--root", required=True)
     be.add_argument("--n", type=int, default=50)

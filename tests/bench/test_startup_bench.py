@@ -1,0 +1,12 @@
+"""`diffill bench startup` launches the real daemon and times its start as an editor sees it."""
+
+from diffill.bench.startup import run
+
+
+def test_a_launch_is_timed_to_initialize_and_to_ready(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    lines: list[str] = []
+    res = run(str(tmp_path), runs=1, out=lines.append)
+    (init_ms,), (ready_ms,) = res["initialize_ms"], res["ready_ms"]
+    assert 0 < init_ms < ready_ms
+    assert lines[0].startswith("launch 1: initialize answered at") and lines[-1].startswith("median of 1:")
