@@ -103,7 +103,7 @@ def _bench_lsp(args: argparse.Namespace) -> int:
         big = int(args.big * 1e6)
         run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings), big_chars=big)
     else:
-        run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+        run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings), dump=args.dump)
     return 0
 
 
@@ -225,6 +225,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bl.add_argument("--n", type=int, default=100)
     bl.add_argument("--seed", type=int, default=0)
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bl.add_argument("--dump", default=None, help="write one JSON line per case (truth, answer) to this file")
     bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
     bl.add_argument(
         "--big", type=float, default=0.0, metavar="MB", help="--typing in documents this many MB long (e.g. 3)"

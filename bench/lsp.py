@@ -44,7 +44,9 @@ def _initialize_params(root: str, settings: dict) -> types.InitializeParams:
     )
 
 
-async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str], None]) -> dict:
+async def _run(
+    root: str, n: int, seed: int, settings: dict, out: Callable[[str], None], dump: str | None = None
+) -> dict:
 
     rng = random.Random(seed)
     cases = []
@@ -67,6 +69,7 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
     ready_ms = (time.perf_counter() - launched) * 1e3
     out(f"start-up: initialize answered {initialized_ms:.0f} ms after launch, model ready at {ready_ms:.0f} ms")
     latencies, exact, empty, wrong = [], 0, 0, 0
+    dumped: list[dict] = []
     for case in cases:
         # the file's own URI, as an editor sends it: the server then never copies from the file's saved version on
         # disk (which holds the truth); the files beside it are fair game, as in an editor
@@ -118,6 +121,9 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
         exact += answer.rstrip() == case.truth.rstrip()
         empty += not answer
         wrong += shown_wrong(answer, case.truth)
+        if dump is not None:
+            dumped.append({"path": case.path, "offset": case.offset, "line": _line_before(case.text, case.offset),
+                           "truth": case.truth, "answer": answer, "wrong": shown_wrong(answer, case.truth)})  # fmt: skip
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
     status = await client.protocol.send_request_async("diffill/status", None)
     await client.shutdown_async(None)
@@ -143,6 +149,8 @@ async def _run(root: str, n: int, seed: int, settings: dict, out: Callable[[str]
     )
     out(f"model answers: {format_cost(cost)}")
     out(json.dumps(result | {"cost": cost}))
+    if dump is not None:
+        Path(dump).write_text("".join(json.dumps(d) + "\n" for d in dumped))
     return result
 
 
@@ -295,6 +303,16 @@ def run_typing(
 
 
 def run(
-    root: str, n: int = 100, seed: int = 0, settings: dict | None = None, out: Callable[[str], None] = print
+    root: str,
+    n: int = 100,
+    seed: int = 0,
+    settings: dict | None = None,
+    out: Callable[[str], None] = print,
+    dump: str | None = None,
 ) -> dict:
-    return asyncio.run(_run(root, n, seed, settings or {}, out))
+    """`dump`: a file for one JSON line per case (the line before the cursor, the truth, the answer shown)."""
+    return asyncio.run(_run(root, n, seed, settings or {}, out, dump))
+
+
+def _line_before(text: str, offset: int) -> str:
+    return text[text.rfind("\n", 0, offset) + 1 : offset]

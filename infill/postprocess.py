@@ -2,7 +2,7 @@
 
 Order matters: cut at the span first (later filters should not see text past the construct), drop repetition
 before re-indenting (cheaper, and it compares what the model wrote), normalise indentation before comparing with
-the document's next lines, judge the names it uses on what is left, close
+the document's next lines, judge the names it uses on what is left (and the names it defines again), close
 no bracket short, and check syntax last, on the final text.
 """
 
@@ -14,6 +14,7 @@ from diffill.infill.filters.balanced_brackets import keep_brackets_balanced
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
 from diffill.infill.filters.names_in_scope import names_in_scope
+from diffill.infill.filters.redefinition import no_redefinition
 from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
@@ -27,6 +28,7 @@ FILTERS: tuple[Filter, ...] = (
     normalize_indentation,
     drop_suffix_overlap,
     names_in_scope,
+    no_redefinition,
     keep_brackets_balanced,
     syntax_guard,
 )

@@ -1,5 +1,6 @@
 """Rule under test: a rest of line may end right after a bracket it opens, not inside it, unless the rest of the
-line closes it; strings, comments and answers of several lines are left alone."""
+line closes it; it does not end on a comma inside a bracket its line opened; strings, comments and answers of
+several lines are left alone."""
 
 import pytest
 
@@ -21,6 +22,16 @@ CASES = [
     ("python", "x = <CURSOR>\n", "'(' + s", "'(' + s"),
     ("python", "x = 1<CURSOR>\n", "  # see f(x", "  # see f(x"),
     ("javascript", "const a = <CURSOR>\n", "`${(x`", "`${(x`"),
+    # a comma inside a bracket this line opened: the call goes on below, which a rest of line never shows
+    ("python", "sock = socket.socket(af, socktyp<CURSOR>\n", "e, proto,", "e, proto"),
+    ("python", "raise CharsetError(input_c<CURSOR>\n", "harset, ", "harset"),
+    ("python", "x = f(<CURSOR>\n", ",", ""),
+    # ... but one argument per line ends on its comma, and a comma the rest of the line follows stays
+    ("python", "f(\n    logger=<CURSOR>\n", "logger,", "logger,"),
+    ("python", "x = [\n    'utf-<CURSOR>\n", "16-le',", "16-le',"),
+    ("python", "x = f(a, <CURSOR>)\n", "b,", "b,"),
+    ("python", "a, b = <CURSOR>\n", "1,", "1,"),  # no bracket open: a tuple
+    ("python", "x = '(a<CURSOR>\n", ", b',", ", b',"),  # the bracket is in a string
     # several lines: left alone
     ("python", "def f():\n<CURSOR>\n", "    g(\n        1", "    g(\n        1"),
 ]
