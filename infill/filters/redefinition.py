@@ -37,12 +37,21 @@ def no_redefinition(c: Candidate) -> Candidate:
         return c  # the user typed this name whole: theirs to choose
     if len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # reading its blocks would cost a keystroke more than it saves
         return c
-    lines, here = _block(c.doc_text, c.offset, indent)
-    if _above_is_grouped(lines, here):
+    text = c.doc_text
+    line_start = text.rfind("\n", 0, c.offset) + 1
+    if _grouped_above(text, line_start):
         return c
-    others = [(i, _definition(text)) for i, text in enumerate(lines) if i != here]
-    defined = {key for i, d in others if d is not None and d[0] == indent and not _above_is_grouped(lines, i)
-               for key in d[2]}  # fmt: skip
+    line_end = text.find("\n", c.offset)
+    line_end = len(text) if line_end < 0 else line_end
+    lo, hi = _block(text, line_start, line_end, len(indent))
+    head = r"(?:async[ \t]+)?(?:def|class)[ \t]+" if names[0][0] == "def" else r"(?:import|from)[ \t]"
+    statement = re.compile(rf"^{re.escape(indent)}{head}[^\n]*", re.M)
+    defined = set()
+    for part_lo, part_hi in ((lo, line_start), (line_end, hi)):  # the block without the cursor's line
+        for m in statement.finditer(text, part_lo, part_hi):
+            d = _definition(m.group(0))
+            if d is not None and d[0] == indent and not _grouped_above(text, m.start()):
+                defined.update(d[2])
     if not all(key in defined for key in names):
         return c
     cut = name_at - len(before)
@@ -66,43 +75,27 @@ def _definition(line: str) -> tuple[str, int, list[tuple[str, str]]] | None:
     return None
 
 
-def _indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
+def _block(text: str, line_start: int, line_end: int, width: int) -> tuple[int, int]:
+    """Where the block of the line at `line_start`..`line_end` starts and ends (see the module's docstring):
+    between the nearest non-blank lines above and below indented less than `width` characters (none at the
+    module's level)."""
+    if width == 0:
+        return 0, len(text)
+    outer = re.compile(rf"^(?![ \t]{{{width}}})[ \t]*\S", re.M)  # a non-blank line indented less
+    above = [m.end() for m in outer.finditer(text, 0, line_start)]
+    below = outer.search(text, line_end)
+    return (above[-1] if above else 0), (below.start() if below else len(text))
 
 
-def _block(text: str, offset: int, indent: str) -> tuple[list[str], int]:
-    """The lines of the block the cursor's line is in (see the module's docstring) and the cursor line's index."""
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    end = len(text) if end < 0 else end
-    width = len(indent)
-    above: list[str] = []
-    pos = start
-    while pos > 0:
-        prev = text.rfind("\n", 0, pos - 1) + 1
-        line = text[prev : pos - 1]
-        if line.strip() and _indent_of(line) < width:
-            break
-        above.append(line)
-        pos = prev
-    below: list[str] = []
-    pos = end
-    while pos < len(text):
-        nxt = text.find("\n", pos + 1)
-        nxt = len(text) if nxt < 0 else nxt
-        line = text[pos + 1 : nxt]
-        if line.strip() and _indent_of(line) < width:
-            break
-        below.append(line)
-        pos = nxt
-    return above[::-1] + [text[start:end]] + below, len(above)
-
-
-def _above_is_grouped(lines: list[str], i: int) -> bool:
-    """Whether the decorators right above line `i` make it one of a group of same-named definitions."""
-    i -= 1
-    while i >= 0 and lines[i].lstrip().startswith("@"):
-        if _GROUPED.match(lines[i]):
+def _grouped_above(text: str, at: int) -> bool:
+    """Whether the decorators right above the line starting at `at` make it one of a group of same-named
+    definitions."""
+    while at > 0:
+        prev = text.rfind("\n", 0, at - 1) + 1
+        line = text[prev : at - 1]
+        if not line.lstrip().startswith("@"):
+            return False
+        if _GROUPED.match(line):
             return True
-        i -= 1
+        at = prev
     return False
