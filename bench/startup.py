@@ -1,84 +1,32 @@
 """`diffill bench startup`: launches of `diffill serve` timed from the process start to the `initialize` answer
-and to `diffill/status` saying ready, as an editor sees them (raw stdio, nothing else in the client)."""
+and to `diffill/status` saying ready, as an editor sees them (over stdio, through bench.wire's bare client)."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from .wire import RawClient
 
 TIMEOUT_S = 120
 
 
-def _send(pipe: IO[bytes], message: dict[str, Any]) -> None:
-    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-    pipe.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    pipe.flush()
-
-
-def _receive(pipe: IO[bytes]) -> dict[str, Any]:
-    length = 0
-    while True:
-        line = pipe.readline()
-        if not line:
-            raise RuntimeError("the server closed its output")
-        if not line.strip():
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(pipe.read(length))
-
-
-def _answer(proc: subprocess.Popen, request_id: int) -> dict[str, Any]:
-    """The response to `request_id`; server-to-client requests on the way (progress tokens) are answered."""
-    while True:
-        message = _receive(proc.stdout)
-        if message.get("id") == request_id and "method" not in message:
-            return message
-        if "method" in message and "id" in message:
-            _send(proc.stdin, {"id": message["id"], "result": None})
-
-
 def launch(root: str, settings: dict[str, Any]) -> tuple[float, float]:
     """One launch: (ms to the `initialize` answer, ms to ready)."""
-    uri = Path(root).resolve().as_uri()
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "diffill.lsp.cli", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
+    client = RawClient(env={"DIFFILL_TEST_HOOKS": "0"})  # the daemon as an editor starts it
     try:
-        params = {"processId": os.getpid(), "rootUri": uri, "capabilities": {}, "initializationOptions": settings}
-        _send(proc.stdin, {"id": 0, "method": "initialize", "params": params})
-        _answer(proc, 0)
+        client.initialize(settings, str(Path(root).resolve()))
         initialized = time.perf_counter()
-        _send(proc.stdin, {"method": "initialized", "params": {}})
-        n = 1
-        while True:
-            _send(proc.stdin, {"id": n, "method": "diffill/status", "params": None})
-            if (_answer(proc, n).get("result") or {}).get("ready"):
-                break
-            if time.perf_counter() - started > TIMEOUT_S:
-                raise RuntimeError("the model did not load")
-            n += 1
-            time.sleep(0.02)
+        if not client.wait_ready(TIMEOUT_S, poll=0.02)["ready"]:
+            raise RuntimeError("the model did not load")
         ready = time.perf_counter()
-        _send(proc.stdin, {"id": n + 1, "method": "shutdown"})
-        _answer(proc, n + 1)
-        _send(proc.stdin, {"method": "exit"})
-        proc.wait(10)
+        client.shutdown()
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        client.close()
     return (initialized - started) * 1e3, (ready - started) * 1e3
 
 

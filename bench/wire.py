@@ -158,13 +158,14 @@ class RawClient:
     def status(self) -> dict:
         return self.result("diffill/status", None)
 
-    def wait_ready(self, timeout: float = 60.0) -> dict:
+    def wait_ready(self, timeout: float = 60.0, poll: float = 0.05) -> dict:
+        """diffill/status, asked every `poll` seconds until the model is ready or failed (or `timeout`)."""
         deadline = time.monotonic() + timeout
         while True:
             status = self.status()
             if status["ready"] or status["model"] == "failed" or time.monotonic() > deadline:
                 return status
-            time.sleep(0.05)
+            time.sleep(poll)
 
     def document_text(self, uri: str) -> dict | None:
         return self.result("diffill/documentText", {"uri": uri})
