@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, shown_wrong, source_texts
+from diffill.infill.text import line_bounds
 from diffill.infill.trace import Trace
 
 
@@ -122,7 +123,7 @@ async def _run(
         empty += not answer
         wrong += shown_wrong(answer, case.truth)
         if dump is not None:
-            dumped.append({"path": case.path, "offset": case.offset, "line": _line_before(case.text, case.offset),
+            dumped.append({"path": case.path, "offset": case.offset, "line": case.text[line_bounds(case.text, case.offset)[0] : case.offset],
                            "truth": case.truth, "answer": answer, "wrong": shown_wrong(answer, case.truth)})  # fmt: skip
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
     status = await client.protocol.send_request_async("diffill/status", None)
@@ -312,7 +313,3 @@ def run(
 ) -> dict:
     """`dump`: a file for one JSON line per case (the line before the cursor, the truth, the answer shown)."""
     return asyncio.run(_run(root, n, seed, settings or {}, out, dump))
-
-
-def _line_before(text: str, offset: int) -> str:
-    return text[text.rfind("\n", 0, offset) + 1 : offset]

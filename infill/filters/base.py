@@ -65,6 +65,11 @@ class Candidate:
         return line_bounds(self.doc_text, self.offset)
 
     @property
+    def line_start(self) -> int:
+        """String offset of the start of the cursor's line."""
+        return self._line[0]
+
+    @property
     def line_end(self) -> int:
         """String offset of the end of the cursor's line (before its terminator)."""
         return self._line[1]

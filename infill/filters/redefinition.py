@@ -37,12 +37,9 @@ def no_redefinition(c: Candidate) -> Candidate:
         return c  # the user typed this name whole: theirs to choose
     if len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # reading its blocks would cost a keystroke more than it saves
         return c
-    text = c.doc_text
-    line_start = text.rfind("\n", 0, c.offset) + 1
+    text, line_start, line_end = c.doc_text, c.line_start, c.line_end
     if _grouped_above(text, line_start):
         return c
-    line_end = text.find("\n", c.offset)
-    line_end = len(text) if line_end < 0 else line_end
     lo, hi = _block(text, line_start, line_end, len(indent))
     head = r"(?:async[ \t]+)?(?:def|class)[ \t]+" if names[0][0] == "def" else r"(?:import|from)[ \t]"
     statement = re.compile(rf"^{re.escape(indent)}{head}[^\n]*", re.M)
