@@ -43,6 +43,7 @@ class RawClient:
         self._responses: dict[Any, dict] = {}
         self._cond = threading.Condition()
         self.messages: list[dict] = []  # notifications and requests from the server
+        self.arrived: list[float] = []  # when each of `messages` was read (time.perf_counter)
         self.stray: list[dict] = []  # responses with a null id (parse errors, invalid requests)
         self.stderr_tail: list[bytes] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -80,6 +81,7 @@ class RawClient:
             with self._cond:
                 if "method" in msg:
                     self.messages.append(msg)
+                    self.arrived.append(time.perf_counter())
                     if "id" in msg:  # a request from the server: answer it like an editor would
                         self._reply(msg)
                 elif isinstance(msg.get("id"), (int, str)):

@@ -14,6 +14,7 @@ import time
 
 import tree_sitter
 
+from diffill.infill.chunked import parse_chunks
 from diffill.infill.languages import parser_for
 from diffill.infill.text import EOL_RE, line_starts, unit_len, utf8
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 # they stay plain text.
 BUDGETED_PARSE_BYTES = 256 * 1024
 PARSE_BUDGET_S = 0.5
+READ_CHUNK = 65_536  # bytes handed to tree-sitter per read of a budgeted parse
 
 
 def count_tree_errors(tree: tree_sitter.Tree | None) -> int:
@@ -76,22 +78,46 @@ def _prefix_for_units(s: str, units: int, encoding: str) -> int:
     raise ValueError(f"unknown position encoding {encoding!r}")
 
 
-def _point(data: bytes, byte: int) -> tuple[int, int]:
-    """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only."""
-    return data.count(b"\n", 0, byte), byte - (data.rfind(b"\n", 0, byte) + 1)
+def _point(data: bytes, byte: int, row: int | None = None) -> tuple[int, int]:
+    """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only. `row`, when known, saves the
+    count over the document (the column is found backwards from `byte`, within its line)."""
+    row = data.count(b"\n", 0, byte) if row is None else row
+    return row, byte - (data.rfind(b"\n", 0, byte) + 1)
 
 
-def _shifted_starts(starts: list[int], text: str, start: int, end: int, inserted: int) -> list[int]:
-    """The line starts of `text` after text[start:end] of the old text became `inserted` characters, from the old
-    `starts`: the lines around the edit are found again, the ones after it only move (an edit costs the lines it
-    touches, not the document). A start more than two characters past the edit keeps its terminator intact."""
+def _byte_starts(text: str, starts: list[int]) -> list[int]:
+    """The UTF-8 byte offsets of the line starts `starts` (string offsets) of `text`."""
+    if text.isascii():
+        return list(starts)
+    out, byte = [0], 0
+    for a, b in zip(starts, starts[1:], strict=False):
+        segment = text[a:b]
+        byte += len(segment) if segment.isascii() else len(utf8(segment))
+        out.append(byte)
+    return out
+
+
+def _shifted_starts(
+    starts: list[int], byte_starts: list[int], text: str, start: int, end: int, inserted: int, byte_delta: int
+) -> tuple[list[int], list[int]]:
+    """The line starts of `text` after text[start:end] of the old text became `inserted` characters (the document
+    `byte_delta` UTF-8 bytes longer), as string and byte offsets, from the old ones: the lines around the edit are
+    found again, the ones after it only move (an edit costs the lines it touches, not the document). A start more
+    than two characters past the edit keeps its terminator intact."""
     delta = inserted - (end - start)
     lo = max(0, bisect.bisect_right(starts, start) - 2)  # a line start before the edit's own line: still valid
     hi = bisect.bisect_right(starts, end + 1)
     tail = starts[hi:]
     stop = tail[0] + delta if tail else len(text)
     middle = [m.end() for m in EOL_RE.finditer(text, starts[lo], stop) if not tail or m.end() < stop]
-    return starts[: lo + 1] + middle + [s + delta for s in tail]
+    middle_bytes, byte, at = [], byte_starts[lo], starts[lo]
+    for m in middle:
+        segment = text[at:m]
+        byte += len(segment) if segment.isascii() else len(utf8(segment))
+        middle_bytes.append(byte)
+        at = m
+    chars = starts[: lo + 1] + middle + list(map(delta.__add__, tail))  # (map: twice as fast as a comprehension)
+    return chars, byte_starts[: lo + 1] + middle_bytes + list(map(byte_delta.__add__, byte_starts[hi:]))
 
 
 class SyntaxDocument:
@@ -101,7 +127,10 @@ class SyntaxDocument:
         self.language = language
         self.text = text
         self._data = utf8(text)
-        self._starts: list[int] | None = None
+        self._starts: list[int] | None = None  # LSP line starts as string offsets (line_starts), made when asked
+        self._byte_starts: list[int] | None = (
+            None  # and as UTF-8 byte offsets: byte and string offsets convert per line
+        )
         self.parse_abandoned = False  # the parse ran past its budget once: no tree from then on
         self.tree: tree_sitter.Tree | None = self._parse(None)
 
@@ -114,12 +143,11 @@ class SyntaxDocument:
         if len(data) < BUDGETED_PARSE_BYTES:
             return parser.parse(data, old) if old is not None else parser.parse(data)
         deadline = time.monotonic() + PARSE_BUDGET_S
+        view = memoryview(data)
         try:  # (a progress callback needs the chunked form of parse)
-            read = lambda byte, _point: data[byte : byte + 65536]
-            stop = lambda *_: time.monotonic() > deadline
-            if old is None:
-                return parser.parse(read, progress_callback=stop)
-            return parser.parse(read, old, progress_callback=stop)
+            return parse_chunks(
+                parser, lambda byte: view[byte : byte + READ_CHUNK], old, lambda *_: time.monotonic() > deadline
+            )
         except ValueError:
             parser.reset()  # else the shared parser would resume this parse on the next document
             self.parse_abandoned = True
@@ -137,7 +165,7 @@ class SyntaxDocument:
         """Full-document sync (LSP change without a range): reparse from scratch."""
         self.text = text
         self._data = utf8(text)
-        self._starts = None
+        self._starts = self._byte_starts = None
         self.tree = self._parse(None)
 
     def apply_change(
@@ -159,22 +187,27 @@ class SyntaxDocument:
         start, end = sorted((max(0, min(start, len(self.text))), max(0, min(end, len(self.text)))))
         old_data = self._data
         start_byte = self.byte_offset(start)
-        old_end_byte = self.byte_offset(end)
+        removed = self.text[start:end]
+        old_end_byte = start_byte + (len(removed) if removed.isascii() else len(utf8(removed)))
         inserted = utf8(new_text)
         new_end_byte = start_byte + len(inserted)
         self.text = self.text[:start] + new_text + self.text[end:]
         self._data = old_data[:start_byte] + inserted + old_data[old_end_byte:]
-        if self._starts is not None:
-            self._starts = _shifted_starts(self._starts, self.text, start, end, len(new_text))
+        starts, byte_starts = self._line_index()
+        byte_delta = len(inserted) - (old_end_byte - start_byte)
+        self._starts, self._byte_starts = _shifted_starts(
+            starts, byte_starts, self.text, start, end, len(new_text), byte_delta
+        )
         if self.tree is None:
             return
+        row = old_data.count(b"\n", 0, start_byte)  # (tree-sitter's rows end at "\n" only: not the LSP lines)
         self.tree.edit(
             start_byte=start_byte,
             old_end_byte=old_end_byte,
             new_end_byte=new_end_byte,
-            start_point=_point(old_data, start_byte),
-            old_end_point=_point(old_data, old_end_byte),
-            new_end_point=_point(self._data, new_end_byte),
+            start_point=_point(old_data, start_byte, row),
+            old_end_point=_point(old_data, old_end_byte, row + old_data.count(b"\n", start_byte, old_end_byte)),
+            new_end_point=_point(self._data, new_end_byte, row + inserted.count(b"\n")),
         )
         self.tree = self._parse(self.tree)
 
@@ -182,9 +215,14 @@ class SyntaxDocument:
     @property
     def line_starts(self) -> list[int]:
         """String offsets of LSP line starts (lines split on \\n, \\r\\n and \\r), cached until the next edit."""
-        if self._starts is None:
+        return self._line_index()[0]
+
+    def _line_index(self) -> tuple[list[int], list[int]]:
+        """The line starts as string and as byte offsets, counted once, then kept up to date by each edit."""
+        if self._starts is None or self._byte_starts is None:
             self._starts = line_starts(self.text)
-        return self._starts
+            self._byte_starts = _byte_starts(self.text, self._starts)
+        return self._starts, self._byte_starts
 
     @property
     def line_count(self) -> int:
@@ -219,17 +257,23 @@ class SyntaxDocument:
         return line, unit_len(segment, encoding)
 
     def byte_offset(self, offset: int) -> int:
-        """UTF-8 byte offset of a string offset."""
-        prefix = self.text[:offset]
-        return len(prefix) if prefix.isascii() else len(utf8(prefix))
+        """UTF-8 byte offset of a string offset (from its line's: the cost of a line, not of the document)."""
+        offset = max(0, min(offset, len(self.text)))
+        starts, byte_starts = self._line_index()
+        row = bisect.bisect_right(starts, offset) - 1
+        segment = self.text[starts[row] : offset]
+        return byte_starts[row] + (len(segment) if segment.isascii() else len(utf8(segment)))
 
     def offset_of_byte(self, byte: int) -> int:
-        """String offset of a UTF-8 byte offset (as found in tree-sitter nodes)."""
-        chunk = self._data[: max(0, byte)]
+        """String offset of a UTF-8 byte offset (as found in tree-sitter nodes; inside a character: the one before)."""
+        byte = max(0, min(byte, len(self._data)))
+        starts, byte_starts = self._line_index()
+        row = bisect.bisect_right(byte_starts, byte) - 1
+        chunk = self._data[byte_starts[row] : byte]
         try:
-            return len(chunk.decode("utf-8", "surrogatepass"))
+            return starts[row] + len(chunk.decode("utf-8", "surrogatepass"))
         except UnicodeDecodeError:
-            return len(chunk.decode("utf-8", "ignore"))
+            return starts[row] + len(chunk.decode("utf-8", "ignore"))
 
     # -- diagnostics ---------------------------------------------------------------------------------------------
     def error_count(self, tree: tree_sitter.Tree | None = None) -> int:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("diffill")
 
+PROGRESS_TIMEOUT_S = 5.0  # how long a load's end waits for the editor to have made its progress token
+
 
 class Client(Protocol):
     """The editor as the session and the loader see it (the language server): messages and progress."""
@@ -65,18 +67,18 @@ class ModelLoader:
         from diffill.model.embedded import prefetch_memory
 
         prefetch_memory(self.host.settings.model)  # on the other core while torch imports (or already built)
-        from diffill.model import runtime
-
         with self._lock:
             token = f"diffill-load-{uuid.uuid4()}"
             source = self.host.settings.model or "embedded model"
-            progress = self._progress_begin(token, f"Loading {source}")
+            progress = self._progress_begin(token, f"Loading {source}")  # before torch: the editor says so at once
             self.state = "loading"
             try:
+                from diffill.model import runtime  # torch: most of the load's time, and it may be missing or broken
+
                 last = [0.0]
 
                 def on_progress(done: int, total: int) -> None:
-                    if progress and time.monotonic() - last[0] > 0.2:
+                    if progress is not None and progress.is_set() and time.monotonic() - last[0] > 0.2:
                         last[0] = time.monotonic()
                         pct = int(100 * done / max(1, total))
                         self.client.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=pct))
@@ -103,7 +105,7 @@ class ModelLoader:
             finally:
                 collector.resume()  # start-up's objects are made: frozen, out of later passes
                 self.settled.set()
-                if progress:
+                if progress is not None and progress.wait(timeout=PROGRESS_TIMEOUT_S):  # (an end needs its begin)
                     self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.state))
 
     def _fall_back(self) -> None:
@@ -120,17 +122,28 @@ class ModelLoader:
             log.exception("embedded fallback failed")
             self.state = "failed"
 
-    def _progress_begin(self, token: str, title: str) -> bool:
+    def _progress_begin(self, token: str, title: str) -> threading.Event | None:
+        """Asks the editor to make a progress `token` and begins it once the editor has: an event set when begun,
+        or None where the editor shows no progress. The load goes on meanwhile: waiting on the editor's answer
+        would hold back the torch import behind whatever the server's loop is busy with."""
         caps = self.client.client_capabilities
         if not (caps and caps.window and caps.window.work_done_progress):
-            return False
+            return None
+        begun = threading.Event()
+
+        def on_created(*_: Any) -> None:
+            try:
+                self.client.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0))
+                begun.set()
+            except Exception:
+                log.debug("progress not begun", exc_info=True)
+
         try:
-            self.client.work_done_progress.create(token).result(timeout=5)
-            self.client.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0))
-            return True
+            self.client.work_done_progress.create(token, callback=on_created)
         except Exception:
             log.debug("progress not available", exc_info=True)
-            return False
+            return None
+        return begun
 
 
 def _describe(exc: BaseException) -> str:

@@ -171,7 +171,7 @@ class Session:
     def _record_edits(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent], state: DocState) -> None:
         for change in changes[-1:]:
             line = change.range.start.line if isinstance(change, types.TextDocumentContentChangePartial) else 0
-            self.recent.record(to_fs_path(uri) or uri, state.doc.text, line)
+            self.recent.record(to_fs_path(uri) or uri, state.doc.text, line, starts=state.doc.line_starts)
 
     def close_document(self, uri: str) -> None:
         self.scheduler.cancel(uri)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from diffill.infill.text import EOL_RE, line_starts
 
 
 @dataclass(frozen=True)
@@ -22,10 +25,15 @@ class RecentEdits:
         self._items: deque[RecentRange] = deque(maxlen=capacity)
         self._lock = threading.Lock()
 
-    def record(self, path: str, text: str, line: int, radius: int = 3) -> None:
-        lines = text.split("\n")
-        lo, hi = max(0, line - radius), min(len(lines), line + radius + 1)
-        snippet = "\n".join(lines[lo:hi]).strip("\n")
+    def record(self, path: str, text: str, line: int, radius: int = 3, starts: Sequence[int] | None = None) -> None:
+        """Keeps the lines within `radius` of LSP line `line`. `starts`, text's line starts when the caller has them
+        (SyntaxDocument.line_starts), makes this cost those lines, not the document: it runs at every edit."""
+        starts = line_starts(text) if starts is None else starts
+        lo, hi = max(0, line - radius), min(len(starts), line + radius + 1)
+        if lo >= hi:
+            return
+        end = starts[hi] if hi < len(starts) else len(text)
+        snippet = EOL_RE.sub("\n", text[starts[lo] : end]).strip("\n")
         if not snippet.strip():
             return
         with self._lock:

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
+from diffill.infill.chunked import parse_chunks
 from diffill.infill.document import BUDGETED_PARSE_BYTES, count_errors, count_tree_errors
 from diffill.infill.filters.base import Candidate
 from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
@@ -125,15 +126,17 @@ def _parse_edited(c: Candidate):
         new_end_point=_point(before + c.text),
     )
 
-    def read(byte: int, _point) -> bytes:
+    view = memoryview(doc)
+
+    def chunk(byte: int) -> bytes | memoryview:
         if byte < start:
-            return doc[byte : min(start, byte + READ_CHUNK)]
+            return view[byte : min(start, byte + READ_CHUNK)]
         if byte < new_end:
             return inserted[byte - start :]
         at = old_end + byte - new_end
-        return doc[at : at + READ_CHUNK]
+        return view[at : at + READ_CHUNK]
 
-    return parser.parse(read, tree)
+    return parse_chunks(parser, chunk, tree)
 
 
 def _empty_block_opened_in(root: Node, start: int, end: int) -> bool:

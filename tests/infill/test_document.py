@@ -196,3 +196,26 @@ def test_line_starts_follow_edits_as_a_fresh_count_would():
         a, b = sorted(rng.randrange(len(doc.text) + 1) for _ in range(2))
         doc.replace_range(a, b, "".join(rng.choice(pieces) for _ in range(rng.randrange(4))))
         assert doc.line_starts == line_starts(doc.text)
+
+
+def test_byte_offsets_stay_right_through_edits_as_a_fresh_count_would_give_them():
+    """Byte and string offsets convert through the line index that each edit keeps up to date (not over the whole
+    text): after random edits with every kind of line end and character width, every offset maps as a fresh
+    encoding of the text says, both ways, and a byte inside a character maps to the character before it."""
+    from diffill.infill.text import utf8
+
+    rng = random.Random(11)
+    pieces = ["a", "bc", "\n", "\r", "\r\n", " ", "\u00e9", "\u65e5", "\U0001f600"]
+    doc = SyntaxDocument("".join(rng.choice(pieces) for _ in range(120)), None)
+    for step in range(300):
+        a, b = sorted(rng.randrange(len(doc.text) + 1) for _ in range(2))
+        doc.replace_range(a, b, "".join(rng.choice(pieces) for _ in range(rng.randrange(4))))
+        if step % 10:
+            continue
+        assert doc.source == utf8(doc.text)
+        for i in range(len(doc.text) + 1):
+            byte = len(utf8(doc.text[:i]))
+            assert doc.byte_offset(i) == byte
+            assert doc.offset_of_byte(byte) == i
+            if i < len(doc.text) and len(utf8(doc.text[i])) > 1:
+                assert doc.offset_of_byte(byte + 1) == i  # inside the character

@@ -1,5 +1,6 @@
 """Model loading (diffill.lsp.loading) with a faked loader: what the user sees when a model cannot load."""
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -122,3 +123,57 @@ def test_a_collector_turned_off_elsewhere_stays_off(monkeypatch):
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+class ProgressClient(Client):
+    """A client that shows progress: what it was sent, in order."""
+
+    client_capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+
+    def __init__(self):
+        super().__init__()
+        self.sent: list[str] = []
+        self.work_done_progress = self
+
+    def create(self, token, callback):
+        self.sent.append("create")
+        callback(None)  # the editor made the token
+
+    def begin(self, token, value):
+        self.sent.append(f"begin: {value.title}")
+
+    def report(self, token, value):
+        self.sent.append("report")
+
+    def end(self, token, value):
+        self.sent.append(f"end: {value.message}")
+
+
+def test_a_runtime_that_cannot_import_is_a_failed_load_the_editor_was_told_of(monkeypatch):
+    """The editor's progress begins before torch is imported (the import is most of the wait), and a torch that is
+    missing or broken ends it as a load that failed, with the reason shown: not a loader thread that dies silently
+    while requests wait for a model that never comes."""
+    import diffill.model
+
+    monkeypatch.delattr(diffill.model, "runtime", raising=False)
+    monkeypatch.setitem(sys.modules, "diffill.model.runtime", None)  # `from diffill.model import runtime` fails
+    client, host = ProgressClient(), Host(Settings())
+    loader = ModelLoader(client, host)
+    loader.load()
+    assert loader.state == "failed" and loader.settled.is_set() and host.engine is None
+    assert client.sent == ["create", "begin: Loading embedded model", "end: failed"]
+    assert "diffill.model.runtime" in loader.error and "diffill.model.runtime" in client.shown[0][1]
+
+
+def test_an_editor_that_never_makes_the_token_gets_no_progress_and_the_load_does_not_wait(monkeypatch):
+    from diffill.lsp import loading
+
+    _fake_load(monkeypatch, failing=set())
+    monkeypatch.setattr(loading, "PROGRESS_TIMEOUT_S", 0.01)
+    client = ProgressClient()
+    client.create = lambda token, callback: client.sent.append("create")  # no answer ever comes
+    host = Host(Settings())
+    loader = ModelLoader(client, host)
+    loader.load()
+    assert loader.state.startswith("ready") and loader.settled.is_set()
+    assert client.sent == ["create"]  # neither a begin nor an end for a token the editor never made

@@ -24,3 +24,13 @@ def test_blank_ranges_are_not_kept_and_the_buffer_is_bounded():
     for i in range(4):
         recent.record(f"{i}.py", TEXT, 3)
     assert [r.path for r in recent.items()] == ["3.py", "2.py"]
+
+
+def test_the_lines_are_lsp_lines_whether_the_line_starts_are_given_or_counted():
+    from diffill.infill.text import line_starts
+
+    text = "a\r\nb\rc\nd\ne\n"  # CRLF, a lone CR and LF all end LSP lines
+    counted, given = RecentEdits(), RecentEdits()
+    counted.record("a.py", text, 2, radius=1)
+    given.record("a.py", text, 2, radius=1, starts=line_starts(text))
+    assert [(r.line, r.text) for r in counted.items()] == [(1, "b\nc\nd")] == [(r.line, r.text) for r in given.items()]
