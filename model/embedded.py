@@ -53,6 +53,8 @@ def prefetch_memory(source: str) -> threading.Thread | None:
         except Exception:  # noqa: BLE001 - the loader loads it again and says why
             log.debug("memory prefetch failed", exc_info=True)
 
-    thread = threading.Thread(target=build, name="diffill-memory", daemon=True)
+    # Not a daemon: the interpreter waits the second it takes at exit. A daemon thread is stopped mid-sort instead,
+    # and the stop unwinding through numpy's C++ aborts the process ("FATAL: exception not rethrown", SIGABRT).
+    thread = threading.Thread(target=build, name="diffill-memory", daemon=False)
     thread.start()
     return thread
