@@ -12,11 +12,12 @@ import logging
 import re
 import time
 
+import numpy as np
 import tree_sitter
 
 from diffill.infill.chunked import parse_chunks
 from diffill.infill.languages import parser_for
-from diffill.infill.text import EOL_RE, line_starts, unit_len, utf8
+from diffill.infill.text import EOL_RE, unit_len, utf8
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 log = logging.getLogger(__name__)
@@ -85,16 +86,19 @@ def _point(data: bytes, byte: int, row: int | None = None) -> tuple[int, int]:
     return row, byte - (data.rfind(b"\n", 0, byte) + 1)
 
 
-def _byte_starts(text: str, starts: list[int]) -> list[int]:
-    """The UTF-8 byte offsets of the line starts `starts` (string offsets) of `text`."""
-    if text.isascii():
-        return list(starts)
-    out, byte = [0], 0
-    for a, b in zip(starts, starts[1:], strict=False):
-        segment = text[a:b]
-        byte += len(segment) if segment.isascii() else len(utf8(segment))
-        out.append(byte)
-    return out
+def _line_index_of(data: bytes) -> tuple[list[int], list[int]]:
+    """The LSP line starts (after each "\\n", "\\r\\n" and lone "\\r") of the UTF-8 `data`, as string offsets and as
+    byte offsets: read off the bytes at once (a string offset is the byte offset less the continuation bytes
+    before it), where a line-by-line count took a tenth of a second for a few megabytes."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    cr = np.flatnonzero(a == 13)
+    lone_cr = cr[(cr + 1 >= len(a)) | (a[np.minimum(cr + 1, max(len(a) - 1, 0))] != 10)]
+    starts = np.concatenate(([0], np.flatnonzero(a == 10) + 1, lone_cr + 1))
+    starts.sort()
+    if data.isascii():
+        return starts.tolist(), starts.tolist()
+    continuation = np.flatnonzero((a & 0xC0) == 0x80)  # the second and later bytes of each character
+    return (starts - np.searchsorted(continuation, starts)).tolist(), starts.tolist()
 
 
 def _shifted_starts(
@@ -220,8 +224,7 @@ class SyntaxDocument:
     def _line_index(self) -> tuple[list[int], list[int]]:
         """The line starts as string and as byte offsets, counted once, then kept up to date by each edit."""
         if self._starts is None or self._byte_starts is None:
-            self._starts = line_starts(self.text)
-            self._byte_starts = _byte_starts(self.text, self._starts)
+            self._starts, self._byte_starts = _line_index_of(self._data)
         return self._starts, self._byte_starts
 
     @property

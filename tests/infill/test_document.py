@@ -219,3 +219,14 @@ def test_byte_offsets_stay_right_through_edits_as_a_fresh_count_would_give_them(
             assert doc.offset_of_byte(byte) == i
             if i < len(doc.text) and len(utf8(doc.text[i])) > 1:
                 assert doc.offset_of_byte(byte + 1) == i  # inside the character
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\r", "a\r", "a\r\nb\rc\nd", "\n\n\r\r\n", "é\r日本\r\n😀\nx", "\ud800z\r\n\udfff", "no end"]
+)
+def test_the_line_index_read_off_the_bytes_matches_a_count_over_the_text(text):
+    from diffill.infill.text import line_starts, utf8
+
+    doc = SyntaxDocument(text, None)
+    assert doc.line_starts == line_starts(text)
+    assert [doc.byte_offset(s) for s in doc.line_starts] == [len(utf8(text[:s])) for s in line_starts(text)]
