@@ -47,9 +47,9 @@ _FUNCTION = "function_definition"
 
 def names_in_scope(c: Candidate) -> Candidate:
     """The candidate, or its text cut before the first name it uses that nothing in scope defines."""
-    if c.language != "python" or not c.text or _STAR_IMPORT.search(c.doc_text):
-        return c
-    if len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # reading its scopes would cost a keystroke more than it saves
+    if c.language != "python" or not c.text or len(c.doc_text) >= BUDGETED_PARSE_BYTES:
+        return c  # (a large file: reading its scopes, or even searching it for a star import, costs a keystroke)
+    if _STAR_IMPORT.search(c.doc_text):
         return c
     tree = c.tree if c.tree is not None else _parse(c.doc_text)
     start = len(utf8(c.doc_text[: c.offset]))

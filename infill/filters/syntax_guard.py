@@ -87,15 +87,26 @@ def _acceptable(c: Candidate, allowed: int) -> bool:
     if count_tree_errors(tree) > allowed:
         return False
     if c.language in INDENT_BLOCK_LANGUAGES:
-        start = len(utf8(c.doc_text[: c.offset]))
+        start = _anchor(c.doc_text, c.offset)[0]
         return not _empty_block_opened_in(tree.root_node, start, start + len(utf8(c.text)))
     return True
 
 
-def _point(text: str) -> tuple[int, int]:
-    """tree-sitter's (row, byte column) of the end of `text`."""
+@lru_cache(maxsize=4)
+def _anchor(text: str, offset: int) -> tuple[int, int, int]:
+    """The byte offset and tree-sitter (row, byte column) of string offset `offset` in `text`: every try at one
+    cursor edits there, so they share one pass over the text before it (a large file's takes milliseconds)."""
+    before = text[:offset]
+    nl = before.rfind("\n")
+    return len(utf8(before)), before.count("\n"), len(utf8(before[nl + 1 :]))
+
+
+def _point_after(row: int, column: int, text: str) -> tuple[int, int]:
+    """tree-sitter's (row, byte column) of the end of `text` written from (row, column)."""
     nl = text.rfind("\n")
-    return text.count("\n"), len(utf8(text[nl + 1 :]))
+    if nl < 0:
+        return row, column + len(utf8(text))
+    return row + text.count("\n"), len(utf8(text[nl + 1 :]))
 
 
 @lru_cache(maxsize=4)
@@ -111,9 +122,9 @@ def _parse_edited(c: Candidate):
     if c.tree is None:
         return parser.parse(utf8(c.edited_text()))
     doc = _doc_bytes(c.doc_text)
-    before = c.doc_text[: c.offset]
-    start = len(utf8(before))
-    old_end = start + len(utf8(c.doc_text[c.offset : c.replace_end]))
+    start, row, column = _anchor(c.doc_text, c.offset)
+    replaced = c.doc_text[c.offset : c.replace_end]
+    old_end = start + len(utf8(replaced))
     inserted = utf8(c.text)
     new_end = start + len(inserted)
     tree = c.tree.copy()
@@ -121,9 +132,9 @@ def _parse_edited(c: Candidate):
         start_byte=start,
         old_end_byte=old_end,
         new_end_byte=new_end,
-        start_point=_point(before),
-        old_end_point=_point(c.doc_text[: c.replace_end]),
-        new_end_point=_point(before + c.text),
+        start_point=(row, column),
+        old_end_point=_point_after(row, column, replaced),
+        new_end_point=_point_after(row, column, c.text),
     )
 
     view = memoryview(doc)

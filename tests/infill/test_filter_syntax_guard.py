@@ -153,3 +153,44 @@ def test_a_document_too_large_to_parse_in_time_is_not_checked(candidate):
     filler = "# filler\n" * (BUDGETED_PARSE_BYTES // 9 + 1)
     large = candidate("python", filler + "def f(x):\n    <CURSOR>\n", broken)
     assert large.tree is None and syntax_guard(large).text == broken
+
+
+def _nodes(tree):
+    out, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        out.append((node.type, node.start_byte, node.end_byte, tuple(node.start_point), tuple(node.end_point)))
+        stack.extend(reversed(node.children))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edited_text(seed):
+    """Each try edits the document's tree at the cursor (byte offsets and points from one pass over the text before
+    it, shared by every try there) and reparses: the tree must be the one a fresh parse of the edited text gives,
+    positions included, with wide characters and line breaks before, in and after the edit."""
+    import random
+
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.filters.base import Candidate
+    from diffill.infill.filters.syntax_guard import _anchor, _parse_edited, _point_after
+    from diffill.infill.languages import parser_for
+    from diffill.infill.spans import select_span
+    from diffill.infill.text import utf8
+
+    rng = random.Random(seed)
+    text = 'def f(x):\n    s = "é日本😀"\n    return (x,\n            1)\n\nclass A:\n    y = [1, 2]\n'
+    doc = SyntaxDocument(text, "python")
+    for _ in range(20):
+        offset = rng.randrange(len(text) + 1)
+        end = min(len(text), offset + rng.randrange(6))
+        raw = "".join(rng.choice(["x", "(", ")", "\n", "    ", "é", "😀", ", ", ":"]) for _ in range(rng.randrange(5)))
+        c = Candidate.at(text, offset, select_span(doc, offset), "python", raw, doc.tree).with_text(raw, end)
+        fresh = parser_for("python").parse(utf8(c.edited_text()))
+        assert _nodes(_parse_edited(c)) == _nodes(fresh), (offset, end, raw)
+        # the points handed to tree.edit: where the replaced text and the answer end, as a count over the text says
+        start, row, column = _anchor(text, offset)
+        for written in (text[offset:end], raw):
+            upto = utf8(text[:offset] + written)
+            expected = (upto.count(b"\n"), len(upto) - (upto.rfind(b"\n") + 1))
+            assert start == len(utf8(text[:offset])) and _point_after(row, column, written) == expected
