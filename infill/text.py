@@ -38,17 +38,23 @@ def line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in EOL_RE.finditer(text)]
 
 
+def _line_start(text: str, upto: int) -> int:
+    """Where the line holding text[upto] starts: after the last "\\n" or "\\r" before `upto`. The "\\r" is looked
+    for only after that "\\n" (a file without one would be searched whole, at every keystroke)."""
+    nl = text.rfind("\n", 0, upto)
+    return max(nl, text.rfind("\r", nl + 1, upto)) + 1
+
+
 def line_bounds(text: str, offset: int) -> tuple[int, int]:
     """(start, end) of the LSP line holding `offset`; end excludes the line terminator.
 
     An offset between "\\r" and "\\n" of a CRLF belongs to the line the CRLF ends.
     """
     offset = max(0, min(offset, len(text)))
-    start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    start = _line_start(text, offset)
     if start > 0 and start == offset and text[start - 1] == "\r" and text.startswith("\n", offset):
         # Inside a CRLF: the line is the one before it.
-        start = max(text.rfind("\n", 0, offset - 1), text.rfind("\r", 0, offset - 1)) + 1
-        return start, offset - 1
+        return _line_start(text, offset - 1), offset - 1
     m = EOL_RE.search(text, offset)
     return start, (m.start() if m else len(text))
 

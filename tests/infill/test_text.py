@@ -51,3 +51,20 @@ def test_indent_helpers():
     assert render_indent(6, "  ") == "      "
     assert dominant_eol("a\r\nb\r\nc\n") == "\r\n"
     assert dominant_eol("abc") == "\n"
+
+
+def test_line_bounds_agree_with_the_line_starts_at_every_offset_of_mixed_line_ends():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(50):
+        text = "".join(rng.choice(["a", "b", "\n", "\r", "\r\n", " "]) for _ in range(rng.randrange(30)))
+        starts = line_starts(text)
+        for offset in range(len(text) + 1):
+            inside_crlf = 0 < offset < len(text) and text[offset - 1 : offset + 1] == "\r\n"
+            at = offset - 1 if inside_crlf else offset
+            row = max(i for i, s in enumerate(starts) if s <= at)
+            end = starts[row + 1] if row + 1 < len(starts) else len(text)
+            while end > starts[row] and text[end - 1] in "\r\n":
+                end -= 1
+            assert line_bounds(text, offset) == (starts[row], end), (text, offset)
