@@ -201,7 +201,10 @@ class CompletionEngine:
         raw = request.unhealed(self.tokenizer.decode(cut if cut is not None else ids))
         cut_from = request.unhealed(self.tokenizer.decode(ids)) if cut is not None else ""
         offset = request.offset
-        out = postprocess(Candidate.at(doc.text, offset, request.span, doc.language, raw, doc.tree, whole=cut_from))
+        at = Candidate.at(
+            doc.text, offset, request.span, doc.language, raw, doc.tree, cut_from, doc.source, doc.byte_offset(offset)
+        )
+        out = postprocess(at)
         if not out.text and out.replace_end == offset:
             return None
         if doc.text[offset : out.replace_end] == out.text:  # the edit would change nothing

@@ -32,6 +32,10 @@ class Candidate:
     # The line this text was deliberately cut from (the engine keeps only the start the model is sure of), or "":
     # the syntax guard judges that whole line, since a short answer is a start to type on from, not a line.
     whole: str = ""
+    # doc_text's UTF-8 bytes and the cursor's byte offset in them, when the document keeps them (SyntaxDocument):
+    # the syntax guard then places its edits without a pass over a large file's text.
+    source: bytes | None = field(default=None, compare=False, repr=False)
+    offset_byte: int | None = None
 
     @classmethod
     def at(
@@ -43,9 +47,11 @@ class Candidate:
         text: str,
         tree: Any = None,
         whole: str = "",
+        source: bytes | None = None,
+        offset_byte: int | None = None,
     ) -> Candidate:
         """A raw model output inserted at the cursor, replacing nothing yet."""
-        return cls(text, doc_text, offset, span, language, offset, tree, whole)
+        return cls(text, doc_text, offset, span, language, offset, tree, whole, source, offset_byte)
 
     def with_text(self, text: str, replace_end: int | None = None) -> Candidate:
         """Same context, new text; replace_end defaults to the current one (an empty text replaces nothing)."""

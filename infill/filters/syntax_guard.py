@@ -87,15 +87,23 @@ def _acceptable(c: Candidate, allowed: int) -> bool:
     if count_tree_errors(tree) > allowed:
         return False
     if c.language in INDENT_BLOCK_LANGUAGES:
-        start = _anchor(c.doc_text, c.offset)[0]
+        start = _anchor(c)[0]
         return not _empty_block_opened_in(tree.root_node, start, start + len(utf8(c.text)))
     return True
 
 
+def _anchor(c: Candidate) -> tuple[int, int, int]:
+    """The byte offset and tree-sitter (row, byte column) of the cursor: where every try edits. From the document's
+    bytes when the candidate has them (one count of their newlines), else from its text (`_text_anchor`)."""
+    if c.source is None or c.offset_byte is None:
+        return _text_anchor(c.doc_text, c.offset)
+    byte = c.offset_byte
+    return byte, c.source.count(b"\n", 0, byte), byte - (c.source.rfind(b"\n", 0, byte) + 1)
+
+
 @lru_cache(maxsize=4)
-def _anchor(text: str, offset: int) -> tuple[int, int, int]:
-    """The byte offset and tree-sitter (row, byte column) of string offset `offset` in `text`: every try at one
-    cursor edits there, so they share one pass over the text before it (a large file's takes milliseconds)."""
+def _text_anchor(text: str, offset: int) -> tuple[int, int, int]:
+    """`_anchor` from the text alone: a copy and an encoding of what precedes the cursor, shared by the tries."""
     before = text[:offset]
     nl = before.rfind("\n")
     return len(utf8(before)), before.count("\n"), len(utf8(before[nl + 1 :]))
@@ -121,8 +129,8 @@ def _parse_edited(c: Candidate):
     parser = parser_for(c.language)
     if c.tree is None:
         return parser.parse(utf8(c.edited_text()))
-    doc = _doc_bytes(c.doc_text)
-    start, row, column = _anchor(c.doc_text, c.offset)
+    doc = c.source if c.source is not None else _doc_bytes(c.doc_text)
+    start, row, column = _anchor(c)
     replaced = c.doc_text[c.offset : c.replace_end]
     old_end = start + len(utf8(replaced))
     inserted = utf8(c.text)

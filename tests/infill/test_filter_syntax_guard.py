@@ -164,8 +164,9 @@ def _nodes(tree):
     return out
 
 
+@pytest.mark.parametrize("with_bytes", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edited_text(seed):
+def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edited_text(seed, with_bytes):
     """Each try edits the document's tree at the cursor (byte offsets and points from one pass over the text before
     it, shared by every try there) and reparses: the tree must be the one a fresh parse of the edited text gives,
     positions included, with wide characters and line breaks before, in and after the edit."""
@@ -185,11 +186,13 @@ def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edite
         offset = rng.randrange(len(text) + 1)
         end = min(len(text), offset + rng.randrange(6))
         raw = "".join(rng.choice(["x", "(", ")", "\n", "    ", "é", "😀", ", ", ":"]) for _ in range(rng.randrange(5)))
-        c = Candidate.at(text, offset, select_span(doc, offset), "python", raw, doc.tree).with_text(raw, end)
+        known = (doc.source, doc.byte_offset(offset)) if with_bytes else (None, None)  # as the engine gives them
+        c = Candidate.at(text, offset, select_span(doc, offset), "python", raw, doc.tree, "", *known)
+        c = c.with_text(raw, end)
         fresh = parser_for("python").parse(utf8(c.edited_text()))
         assert _nodes(_parse_edited(c)) == _nodes(fresh), (offset, end, raw)
         # the points handed to tree.edit: where the replaced text and the answer end, as a count over the text says
-        start, row, column = _anchor(text, offset)
+        start, row, column = _anchor(c)
         for written in (text[offset:end], raw):
             upto = utf8(text[:offset] + written)
             expected = (upto.count(b"\n"), len(upto) - (upto.rfind(b"\n") + 1))
