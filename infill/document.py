@@ -79,10 +79,9 @@ def _prefix_for_units(s: str, units: int, encoding: str) -> int:
     raise ValueError(f"unknown position encoding {encoding!r}")
 
 
-def _point(data: bytes, byte: int, row: int | None = None) -> tuple[int, int]:
-    """tree-sitter point (row, byte column) of a byte offset: rows end at "\\n" only. `row`, when known, saves the
-    count over the document (the column is found backwards from `byte`, within its line)."""
-    row = data.count(b"\n", 0, byte) if row is None else row
+def _point(data: bytes, byte: int, row: int) -> tuple[int, int]:
+    """tree-sitter point of a byte offset on `row` (rows end at "\\n" only): its byte column, found backwards from
+    `byte` within its line."""
     return row, byte - (data.rfind(b"\n", 0, byte) + 1)
 
 
@@ -131,10 +130,10 @@ class SyntaxDocument:
         self.language = language
         self.text = text
         self._data = utf8(text)
-        self._starts: list[int] | None = None  # LSP line starts as string offsets (line_starts), made when asked
-        self._byte_starts: list[int] | None = (
-            None  # and as UTF-8 byte offsets: byte and string offsets convert per line
-        )
+        # LSP line starts as string offsets (line_starts) and as UTF-8 byte offsets, made when first asked for and
+        # then kept by each edit: byte and string offsets convert within a line.
+        self._starts: list[int] | None = None
+        self._byte_starts: list[int] | None = None
         self.parse_abandoned = False  # the parse ran past its budget once: no tree from then on
         self.tree: tree_sitter.Tree | None = self._parse(None)
 
@@ -190,6 +189,7 @@ class SyntaxDocument:
         """Replace text[start:end] (string offsets) with `new_text`, keeping the tree in sync incrementally."""
         start, end = sorted((max(0, min(start, len(self.text))), max(0, min(end, len(self.text)))))
         old_data = self._data
+        starts, byte_starts = self._line_index()  # (the old text's: the edit shifts them)
         start_byte = self.byte_offset(start)
         removed = self.text[start:end]
         old_end_byte = start_byte + (len(removed) if removed.isascii() else len(utf8(removed)))
@@ -197,7 +197,6 @@ class SyntaxDocument:
         new_end_byte = start_byte + len(inserted)
         self.text = self.text[:start] + new_text + self.text[end:]
         self._data = old_data[:start_byte] + inserted + old_data[old_end_byte:]
-        starts, byte_starts = self._line_index()
         byte_delta = len(inserted) - (old_end_byte - start_byte)
         self._starts, self._byte_starts = _shifted_starts(
             starts, byte_starts, self.text, start, end, len(new_text), byte_delta

@@ -97,8 +97,13 @@ def _anchor(c: Candidate) -> tuple[int, int, int]:
     bytes when the candidate has them (one count of their newlines), else from its text (`_text_anchor`)."""
     if c.source is None or c.offset_byte is None:
         return _text_anchor(c.doc_text, c.offset)
-    byte = c.offset_byte
-    return byte, c.source.count(b"\n", 0, byte), byte - (c.source.rfind(b"\n", 0, byte) + 1)
+    return _byte_anchor(c.source, c.offset_byte)
+
+
+@lru_cache(maxsize=4)
+def _byte_anchor(source: bytes, byte: int) -> tuple[int, int, int]:
+    """`_anchor` from the document's bytes: one count of the newlines before the cursor, shared by the tries."""
+    return byte, source.count(b"\n", 0, byte), byte - (source.rfind(b"\n", 0, byte) + 1)
 
 
 @lru_cache(maxsize=4)
