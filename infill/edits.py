@@ -9,8 +9,13 @@ whose range replaces the region (editors show it as a replacement).
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .document import SyntaxDocument
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_REGION_LINES = 20
@@ -136,6 +141,35 @@ def find_region(
         return None
     end = text.find("\n", occ[-1][1])
     return EditRegion(offset, len(text) if end < 0 else end, occ)
+
+
+def is_name(doc: SyntaxDocument, start: int, end: int) -> bool:
+    """Whether doc.text[start:end] is a name in the code: one identifier node of the syntax tree (the word of a
+    string or a comment is not, nor a keyword). Without a tree nothing is known to be a name."""
+    if doc.tree is None or start >= end:
+        return False
+    lo, hi = doc.byte_offset(start), doc.byte_offset(end)
+    node = doc.tree.root_node.descendant_for_byte_range(lo, hi)
+    return node is not None and "identifier" in node.type and (node.start_byte, node.end_byte) == (lo, hi)
+
+
+def names_only(doc: SyntaxDocument, region: EditRegion, renamed: tuple[int, int], old: str) -> EditRegion | None:
+    """The region cut down to the old name's uses as a name in the code, or None when there are none or the
+    new word (`renamed`: its span) is no new name: a word typed in a docstring, or a keyword lengthened (`in` ->
+    `info`), renames nothing, and prose that happens to hold the old word keeps it. Nor does the start of a name
+    the document has (`func` -> `funct` in a file that uses `functools`): the user is typing that name."""
+    new = doc.text[renamed[0] : renamed[1]]
+    if not is_name(doc, *renamed) or (doc.language == "python" and keyword.iskeyword(new)):
+        return None
+    longer = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(new)}[A-Za-z0-9_]+")
+    if any(m.group(0) != old for m in longer.finditer(doc.text)):
+        return None
+    occ = [(lo, hi) for lo, hi in region.occurrences if is_name(doc, lo, hi)]
+    if not occ:
+        return None
+    text = doc.text
+    end = text.find("\n", occ[-1][1])
+    return EditRegion(region.start, len(text) if end < 0 else end, occ)
 
 
 def canvas_layout(

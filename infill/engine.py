@@ -121,7 +121,7 @@ class CompletionEngine:
                 self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
                     floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
-                    joint = ranking.answer_floor(source, o.rank, o.copies)
+                    joint = ranking.answer_floor(source, o.rank, o.copies, request.prose)
                     cut = ranking.cut_at_doubt(asked, ids, request.healed, floor, request.judged_among, joint)
         finally:
             trace.passes += self.model.net.passes - passes
@@ -240,6 +240,7 @@ class CompletionEngine:
         old, new = rename
         text = doc.text
         region = edits.find_region(text, offset, old, limit_at=edits.scope_end(doc, offset))
+        region = edits.names_only(doc, region, (offset - len(new), offset), old) if region is not None else None
         if region is None:
             return None
         encode = self.tokenizer.encode

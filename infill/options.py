@@ -104,6 +104,9 @@ class CopyOptions:
     # A copied rest of line, or a copied next line, is shown only as far as the model (with the n-gram evidence)
     # gives its tokens together at least this probability (0: off); see RankOptions.answer_confidence.
     copy_answer_confidence: float = 0.35
+    # ... and at least this in a comment or a string: prose copied from a line that starts alike goes wrong more
+    # often than code does (docs/benchmarks.md). 0: as in code.
+    copy_prose_confidence: float = 0.6
     next_line_confidence: float = 0.1
 
 
@@ -135,7 +138,7 @@ class RankOptions:
     # this probability, given the typed text: a shorter right answer or none beats a wrong one (0, or a
     # `min_confidence` of 0: off). Copies have `copy_answer_confidence` and `next_line_confidence`. Tuned on
     # held-out code (docs/benchmarks.md).
-    answer_confidence: float = 0.55
+    answer_confidence: float = 0.6
 
     @property
     def span_confidence(self) -> float:

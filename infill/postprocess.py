@@ -2,8 +2,8 @@
 
 Order matters: cut at the span first (later filters should not see text past the construct), drop repetition
 before re-indenting (cheaper, and it compares what the model wrote), normalise indentation before comparing with
-the document's next lines, judge the names it uses on what is left (and the names it defines again), close
-no bracket short, and check syntax last, on the final text.
+the document's next lines, judge the names it uses on what is left (and the names it defines again, or imports
+that the file never uses), close no bracket short, and check syntax last, on the final text.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
 from diffill.infill.filters.syntax_guard import syntax_guard
+from diffill.infill.filters.unused_import import imports_used
 
 Filter = Callable[[Candidate], Candidate]
 
@@ -29,6 +30,7 @@ FILTERS: tuple[Filter, ...] = (
     drop_suffix_overlap,
     names_in_scope,
     no_redefinition,
+    imports_used,
     keep_brackets_balanced,
     syntax_guard,
 )

@@ -49,11 +49,12 @@ def doubt_floor(source: str, encoder_judges: bool, rank: RankOptions, copies: Co
     return None
 
 
-def answer_floor(source: str, rank: RankOptions, copies: CopyOptions) -> float | None:
+def answer_floor(source: str, rank: RankOptions, copies: CopyOptions, prose: bool = False) -> float | None:
     """The probability under which the answer so far, all its tokens together, is not shown, or None: the model's
     own answers at `answer_confidence`, copied rests of line at `copy_answer_confidence`, copied next lines at
-    `next_line_confidence` (the copies' priors say how much more than the model's belief they are worth). A
-    `min_confidence` of 0 (no cut at all) turns these off too."""
+    `next_line_confidence` (the copies' priors say how much more than the model's belief they are worth); a
+    copied rest of line in a comment or a string (`prose`) at least `copy_prose_confidence`. A `min_confidence` of
+    0 (no cut at all) turns these off too."""
     if rank.min_confidence <= 0:
         return None
     floor = {
@@ -61,6 +62,8 @@ def answer_floor(source: str, rank: RankOptions, copies: CopyOptions) -> float |
         "copy": copies.copy_answer_confidence,
         "next line": copies.next_line_confidence,
     }.get(source, 0.0)
+    if prose and source == "copy":
+        floor = max(floor, copies.copy_prose_confidence)
     return floor if floor > 0 else None
 
 

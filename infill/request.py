@@ -16,7 +16,7 @@ from diffill.model.fim import build_prompt
 
 from .document import SyntaxDocument
 from .options import PromptOptions
-from .spans import Span, select_span
+from .spans import Span, in_prose, select_span
 from .vocabulary import Vocabulary
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
@@ -41,6 +41,7 @@ class Request:
     first_ids: list[int] | None  # the denoiser: the same, for its first token only
     # how sure the model is of a token that writes the healed text is judged among these ids (`typed_word`)
     judged_among: Constraint | None = None
+    prose: bool = False  # the cursor writes a comment or a string (spans.in_prose)
 
     @property
     def line(self) -> bool:
@@ -76,7 +77,8 @@ def build_request(
     first = healing(healed, vocabulary)
     first_ids = first([]) if first is not None else None
     among = typed_word(healed, vocabulary)
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among)
+    prose = in_prose(doc, offset)
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among, prose)
 
 
 def prompt_ids(

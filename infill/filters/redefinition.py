@@ -72,6 +72,22 @@ def _definition(line: str) -> tuple[str, int, list[tuple[str, str]]] | None:
     return None
 
 
+def import_names(line: str) -> tuple[str, list[tuple[int, str]]] | None:
+    """("import" or "from MODULE", [(where each imported clause starts, the name it binds)]) of a one-line
+    import on `line` (`import a.b` binds `a`, `x as y` binds `y`); None for anything else."""
+    m = _FROM.match(line) or _IMPORT.match(line)
+    if m is None:
+        return None
+    kind, group = ("from " + m.group(2), 3) if m.re is _FROM else ("import", 2)
+    bound = []
+    for part in re.finditer(r"[^,]+", m.group(group)):
+        words = part.group(0).split()
+        if words:
+            name = words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0]
+            bound.append((m.start(group) + part.start() + len(part.group(0)) - len(part.group(0).lstrip()), name))
+    return (kind, bound) if bound else None
+
+
 def _block(text: str, line_start: int, line_end: int, width: int) -> tuple[int, int]:
     """Where the block of the line at `line_start`..`line_end` starts and ends (see the module's docstring):
     between the nearest non-blank lines above and below indented less than `width` characters (none at the

@@ -189,3 +189,67 @@ def test_typing_a_new_word_is_not_a_rename():
         tracker.observe(before, text, cur)
         cur += 1
     assert tracker.rename_at(text, cur) is None
+
+
+@pytest.mark.parametrize(
+    "language, text, typed, old, kept",
+    [
+        # code uses of the old name are renamed, its words in a docstring and a comment are not
+        (
+            "python",
+            'def f(tok):\n    """Send tok to the hub."""\n    # tok is a token\n    return tok\n',
+            "tok",
+            "to",
+            None,  # `to` is no name anywhere below: nothing to rename
+        ),
+        (
+            "python",
+            'def f(count):\n    total = 0\n    """count words"""\n    # count\n    return count + 1\n',
+            "total",
+            "count",
+            ["count"],  # the return's, not the docstring's or the comment's
+        ),
+        # a keyword lengthened is no rename (`in` -> `inf`), nor a word becoming one (`tr` -> `try`)
+        ("python", "for x in xs:\n    inf\n    y = x in xs\n", "inf", "in", None),
+        ("python", "def f(tr):\n    try\n    return tr\n", "try", "tr", None),
+        # the start of a name the file has: the user is typing it (`func` -> `funct`, with `functools` around)
+        ("python", "import functools\ndef f(func):\n    funct\n    return func\n", "funct", "func", None),
+        # shortening a name is a rename even though the old, longer name still starts with the new one
+        ("python", "count = 1\nprint(counter)\n", "count", "counter", ["counter"]),
+        ("javascript", "let total = 1;\n// count me\nreturn count;\n", "total", "count", ["count"]),
+    ],
+)
+def test_rename_touches_names_in_the_code_only(language, text, typed, old, kept):
+    from diffill.infill.edits import names_only
+
+    doc = SyntaxDocument(text, language)
+    cursor = text.index(typed) + len(typed)
+    region = find_region(text, cursor, old)
+    assert region is not None  # the text search alone finds the old word below
+    named = names_only(doc, region, (cursor - len(typed), cursor), old)
+    if kept is None:
+        assert named is None
+        return
+    assert [text[lo:hi] for lo, hi in named.occurrences] == kept
+    assert text[named.occurrences[-1][1] : named.end].count("\n") == 0  # the region ends on the last use's line
+
+
+def test_a_word_typed_in_a_docstring_renames_nothing():
+    from diffill.infill.edits import names_only
+
+    text = 'def f(names):\n    """Take names. Retur\n    names go here"""\n    return names\n'
+    doc = SyntaxDocument(text, "python")
+    cursor = text.index("Retur") + 5
+    region = find_region(text, cursor, "Retu")
+    assert region is None or names_only(doc, region, (cursor - 5, cursor), "Retu") is None
+    cursor = text.index("names.") + 5  # `names` typed in the docstring; the code below uses `names`
+    assert names_only(doc, find_region(text, cursor, "names"), (cursor - 5, cursor), "name") is None
+
+
+def test_engine_edit_leaves_prose_alone_whatever_the_model_says():
+    """The bench's keystroke after opening a file (`to` -> `tok`) looked like a rename and rewrote the docstring's
+    `to` into `tok`: the edit path only renames names."""
+    text = 'def f():\n    tok\n    """Send to the hub, to the end."""\n    return 1\n'
+    cursor = text.index("tok") + 3
+    eng = _engine_with_scores(lambda name, k: 0.0 if name == "tok" else -9.0)
+    assert eng.edit(SyntaxDocument(text, "python"), cursor, ("to", "tok"), key="k") is None

@@ -41,6 +41,17 @@ def test_the_answer_floor_depends_on_where_the_answer_comes_from():
     assert ranking.answer_floor("copy", rank, CopyOptions(copy_answer_confidence=0.0)) is None
 
 
+def test_prose_raises_the_floor_of_copies_only():
+    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
+    copies = CopyOptions(copy_answer_confidence=0.4, next_line_confidence=0.1, copy_prose_confidence=0.7)
+    floors = [ranking.answer_floor(s, rank, copies, prose=True) for s in ("model", "copy", "next line")]
+    assert floors == [0.6, 0.7, 0.1]  # a copied next line in a docstring is most often right: its own floor
+    assert ranking.answer_floor("copy", rank, copies) == 0.4  # in code
+    lower = CopyOptions(copy_answer_confidence=0.4, copy_prose_confidence=0.2)
+    assert ranking.answer_floor("copy", rank, lower, prose=True) == 0.4  # never lower than in code
+    assert ranking.answer_floor("copy", RankOptions(), copies, prose=True) is None  # min_confidence 0: all off
+
+
 def _asked(decode: dict[int, str], logps: list[float], prefix: list[float] | None = None, judged=None):
     def token_beliefs(ids, first=None):
         if judged is not None:

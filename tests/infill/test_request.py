@@ -148,3 +148,19 @@ def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine
     assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == " "
     text = "def f(x):\n    "
     assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == ""
+
+
+@pytest.mark.parametrize(
+    "text, at, prose",
+    [
+        ('def f():\n    """Return the \n    """\n', "the ", True),  # a docstring
+        ("x = 1  # the count of \ny = 2\n", "of ", True),  # a comment
+        ('name = "hello wor"\n', "wor", True),  # a string
+        ("name = call(ar\n", "ar", False),  # code
+        ('x = "done"\n', '"done"', False),  # after a string
+        ("x = 1  # the end\n", "x = 1", False),  # before a comment
+    ],
+)
+def test_a_request_knows_when_it_writes_prose(engine, text, at, prose):
+    offset = text.index(at) + len(at)
+    assert build_request(SyntaxDocument(text, "python"), offset, [], engine.vocabulary, PROMPT).prose is prose

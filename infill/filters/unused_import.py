@@ -1,0 +1,53 @@
+"""An import answer imports what the file uses (Python).
+
+Which module a file imports, and which of its names, is a guess unless the code says so: the model (or a line
+copied from a file beside) writes `import sys` where the file needs `traceback`, `from .core import _BaseCommand`
+where it needs `_MultiCommand`. A name the rest of the document uses (its code, its `__all__`, a docstring) is a
+name the file needs; one it never mentions is a guess, so the answer is cut before it (`import `), or dropped when
+that name began before the cursor. Modules that import to re-export (most of their imported names are not used in
+them: `importlib.machinery`) are left alone, as are `__future__` and star imports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from diffill.infill.document import BUDGETED_PARSE_BYTES
+from diffill.infill.filters.base import Candidate
+from diffill.infill.filters.redefinition import import_names
+
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t][^\n]*", re.M)
+_REEXPORT_SHARE = 0.5  # a module whose imported names go unused at least this often re-exports them
+_REEXPORT_MIN = 3  # ... once it imports at least this many
+
+
+def imports_used(c: Candidate) -> Candidate:
+    """The candidate, or its text cut before the first name its import line binds that the document never uses."""
+    if c.language != "python" or not c.text.strip() or len(c.doc_text) >= BUDGETED_PARSE_BYTES:
+        return c
+    before = c.before_cursor
+    found = import_names(before + c.text.split("\n", 1)[0])
+    if found is None or found[0] == "from __future__":
+        return c
+    _, bound = found
+    rest = c.doc_text[: c.line_start] + c.doc_text[c.line_end :]
+    uses = Counter(_WORD.findall(rest))
+    for line in _IMPORT_LINE.findall(rest):  # a name on an import line is imported there, not used
+        uses.subtract(_WORD.findall(line))
+    if _reexports(rest, uses):
+        return c
+    for at, name in bound:
+        if uses[name] <= 0:
+            cut = at - len(before)
+            return c.with_text(c.text[:cut]) if cut > 0 else c.empty()
+    return c
+
+
+def _reexports(rest: str, uses: Counter[str]) -> bool:
+    """Whether the document's own imports mostly bind names it does not use (a module that gathers them for
+    others)."""
+    imported = [name for line in _IMPORT_LINE.findall(rest) if (f := import_names(line)) for _, name in f[1]]
+    unused = sum(uses[name] <= 0 for name in imported)
+    return len(imported) >= _REEXPORT_MIN and unused >= _REEXPORT_SHARE * len(imported)
