@@ -127,13 +127,13 @@ def in_prose(doc: SyntaxDocument, offset: int) -> bool:
     """Whether the cursor writes prose: in a comment or a string, or at the end of a comment being typed (a line
     comment ends where its text does, so the cursor after it is outside it); answers there are judged harder
     (infill.ranking)."""
-    if in_comment_or_string(doc, offset):
+    if _in_comment_or_string(doc, offset):
         return True
     node = doc.node_at(offset - 1) if offset > 0 and doc.text[offset - 1] not in "\r\n" else None
-    return node is not None and "comment" in node.type and not doc.text[:offset].endswith("*/")
+    return node is not None and "comment" in node.type and doc.text[max(0, offset - 2) : offset] != "*/"
 
 
-def in_comment_or_string(doc: SyntaxDocument, offset: int) -> bool:
+def _in_comment_or_string(doc: SyntaxDocument, offset: int) -> bool:
     node = doc.node_at(offset)
     while node is not None:
         if "comment" in node.type or "string" in node.type:
@@ -163,7 +163,7 @@ def _is_opener(doc: SyntaxDocument, line_start: int, line: str) -> bool:
         ok = bool(_LUA_OPENER.search(stripped))
     else:
         ok = stripped.endswith("{")
-    return ok and not in_comment_or_string(doc, last)
+    return ok and not _in_comment_or_string(doc, last)
 
 
 def _ends_empty_python_body(doc: SyntaxDocument, line_start: int, line: str, before: str) -> bool:
@@ -207,7 +207,7 @@ def _empty_braces(doc: SyntaxDocument, offset: int) -> int | None:
     if doc.tree is None:
         return left
     node = doc.node_at(left)
-    if node is None or in_comment_or_string(doc, left):
+    if node is None or _in_comment_or_string(doc, left):
         return None
     parent = node.parent if node.type == "{" else node
     if parent is None or parent.type == "ERROR" or parent.type.endswith(_BODY_TYPES):

@@ -4,7 +4,8 @@ Which module a file imports, and which of its names, is a guess unless the code 
 copied from a file beside) writes `import sys` where the file needs `traceback`, `from .core import _BaseCommand`
 where it needs `_MultiCommand`. A name the rest of the document uses (its code, its `__all__`, a docstring) is a
 name the file needs; one it never mentions is a guess, so the answer is cut before it (`import `), or dropped when
-that name began before the cursor. Modules that import to re-export (most of their imported names are not used in
+that name began before the cursor. What the user typed whole before the cursor is theirs, and so is an alias
+after it (`import numpy as |`): a name to choose, not a guess of what the file needs. Modules that import to re-export (most of their imported names are not used in
 them: `importlib.machinery`) are left alone, as are `__future__` and star imports.
 """
 
@@ -19,6 +20,7 @@ from diffill.infill.filters.redefinition import import_names
 
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t][^\n]*", re.M)
+_TYPED_WHOLE = re.compile(r"[\w.]+\s")  # an imported module or name typed before the cursor, a space after it
 _REEXPORT_SHARE = 0.5  # a module whose imported names go unused at least this often re-exports them
 _REEXPORT_MIN = 3  # ... once it imports at least this many
 
@@ -34,20 +36,23 @@ def imports_used(c: Candidate) -> Candidate:
     _, bound = found
     rest = c.doc_text[: c.line_start] + c.doc_text[c.line_end :]
     uses = Counter(_WORD.findall(rest))
-    for line in _IMPORT_LINE.findall(rest):  # a name on an import line is imported there, not used
+    imports = _IMPORT_LINE.findall(rest)
+    for line in imports:  # a name on an import line is imported there, not used
         uses.subtract(_WORD.findall(line))
-    if _reexports(rest, uses):
+    if _reexports(imports, uses):
         return c
     for at, name in bound:
+        if _TYPED_WHOLE.match(before, at):
+            continue  # the user typed what is imported: its alias (`numpy as np`) is a name to choose, not a guess
         if uses[name] <= 0:
             cut = at - len(before)
             return c.with_text(c.text[:cut]) if cut > 0 else c.empty()
     return c
 
 
-def _reexports(rest: str, uses: Counter[str]) -> bool:
-    """Whether the document's own imports mostly bind names it does not use (a module that gathers them for
+def _reexports(imports: list[str], uses: Counter[str]) -> bool:
+    """Whether the document's own import lines mostly bind names it does not use (a module that gathers them for
     others)."""
-    imported = [name for line in _IMPORT_LINE.findall(rest) if (f := import_names(line)) for _, name in f[1]]
+    imported = [name for line in imports if (f := import_names(line)) for _, name in f[1]]
     unused = sum(uses[name] <= 0 for name in imported)
     return len(imported) >= _REEXPORT_MIN and unused >= _REEXPORT_SHARE * len(imported)

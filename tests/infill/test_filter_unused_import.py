@@ -23,6 +23,10 @@ CASES = [
     ("python", USES, "from .core import Command, Group", "from .core import "),
     ("python", USES.replace("<CURSOR>", "from .core import Com<CURSOR>"), "mand", ""),
     ("python", USES, "import os.path, sys", "import os.path, "),
+    # an alias of what the user typed is theirs to choose (a new file's imports come first)
+    ("python", USES.replace("<CURSOR>", "import numpy as <CURSOR>"), "np", "np"),
+    ("python", USES.replace("<CURSOR>", "import numpy a<CURSOR>"), "s np", "s np"),
+    ("python", USES.replace("<CURSOR>", "import nu<CURSOR>"), "mpy as np", ""),  # the module itself is a guess
     # a name imported on another line is not a use of it
     ("python", "import sys\n<CURSOR>\n", "import sys", "import "),
     # named in __all__ (a re-export), or a module that re-exports most of what it imports
