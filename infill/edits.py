@@ -137,10 +137,15 @@ def find_region(
         limit = min(limit, limit_at)
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])")
     occ = [(m.start(), m.end()) for m in pattern.finditer(text, offset, limit)]
+    return _to_last_line(text, offset, occ)
+
+
+def _to_last_line(text: str, start: int, occ: list[tuple[int, int]]) -> EditRegion | None:
+    """The region from `start` to the end of the line of the last occurrence, or None without occurrences."""
     if not occ:
         return None
     end = text.find("\n", occ[-1][1])
-    return EditRegion(offset, len(text) if end < 0 else end, occ)
+    return EditRegion(start, len(text) if end < 0 else end, occ)
 
 
 def is_name(doc: SyntaxDocument, start: int, end: int) -> bool:
@@ -158,18 +163,17 @@ def names_only(doc: SyntaxDocument, region: EditRegion, renamed: tuple[int, int]
     new word (`renamed`: its span) is no new name: a word typed in a docstring, or a keyword lengthened (`in` ->
     `info`), renames nothing, and prose that happens to hold the old word keeps it. Nor does the start of a name
     the document has (`func` -> `funct` in a file that uses `functools`): the user is typing that name."""
-    new = doc.text[renamed[0] : renamed[1]]
+    text = doc.text
+    new = text[renamed[0] : renamed[1]]
     if not is_name(doc, *renamed) or (doc.language == "python" and keyword.iskeyword(new)):
         return None
-    longer = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(new)}[A-Za-z0-9_]+")
-    if any(m.group(0) != old for m in longer.finditer(doc.text)):
+    named = _to_last_line(text, region.start, [(lo, hi) for lo, hi in region.occurrences if is_name(doc, lo, hi)])
+    if named is None:
         return None
-    occ = [(lo, hi) for lo, hi in region.occurrences if is_name(doc, lo, hi)]
-    if not occ:
+    longer = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(new)}[A-Za-z0-9_]+")  # searched last: the whole document
+    if any(m.group(0) != old for m in longer.finditer(text)):
         return None
-    text = doc.text
-    end = text.find("\n", occ[-1][1])
-    return EditRegion(region.start, len(text) if end < 0 else end, occ)
+    return named
 
 
 def canvas_layout(

@@ -5,8 +5,9 @@ copied from a file beside) writes `import sys` where the file needs `traceback`,
 where it needs `_MultiCommand`. A name the rest of the document uses (its code, its `__all__`, a docstring) is a
 name the file needs; one it never mentions is a guess, so the answer is cut before it (`import `), or dropped when
 that name began before the cursor. What the user typed whole before the cursor is theirs, and so is an alias
-after it (`import numpy as |`): a name to choose, not a guess of what the file needs. Modules that import to re-export (most of their imported names are not used in
-them: `importlib.machinery`) are left alone, as are `__future__` and star imports.
+after it (`import numpy as |`): a name to choose, not a guess of what the file needs. Modules that import to
+re-export (most of their imported names are not used in them: `importlib.machinery`) are left alone, as are
+`__future__` and star imports.
 """
 
 from __future__ import annotations
