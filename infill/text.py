@@ -13,6 +13,9 @@ from functools import lru_cache
 EOL_RE = re.compile(r"\r\n|\r|\n")
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _WS_RE = re.compile(r"[ \t]*")
+# a string literal on one line (an unclosed one runs to the line's end)
+STRING_PATTERN = r"""[rbfuRBFU]{0,2}('''|\"\"\"|'|")(?:\\.|(?!\1)[^\\\n])*(?:\1)?"""
+_STRING_RE = re.compile(STRING_PATTERN)
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 
@@ -82,6 +85,12 @@ def leading_ws(line: str) -> str:
     """The spaces and tabs a line starts with."""
     m = _WS_RE.match(line)
     return m.group() if m else ""
+
+
+def in_hash_comment(head: str) -> bool:
+    """Whether the end of `head` (a line's text up to some point) is inside a `#` comment: a `#` outside the
+    line's strings. For copies, which must not carry a comment's words into code."""
+    return "#" in head and "#" in _STRING_RE.sub("", head)
 
 
 def is_blank(line: str) -> bool:

@@ -23,13 +23,13 @@ from tree_sitter import Node
 from diffill.infill.document import BUDGETED_PARSE_BYTES
 from diffill.infill.filters.base import Candidate
 from diffill.infill.languages import parser_for
-from diffill.infill.text import utf8
+from diffill.infill.text import STRING_PATTERN, utf8
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _WORD_TAIL = re.compile(r"\w*$")
 _WORD_CHAR = re.compile(r"\w")
 # strings (to their end on this line) and comments: their words are not names
-_NOT_CODE = re.compile(r"#[^\n]*|[rbfuRBFU]{0,2}('''|\"\"\"|'|\")(?:\\.|(?!\1)[^\\\n])*(?:\1)?")
+_NOT_CODE = re.compile(rf"#[^\n]*|{STRING_PATTERN}")
 _STAR_IMPORT = re.compile(r"^\s*from\s+\S+\s+import\s+\*", re.M)
 _BINDERS = (
     re.compile(r"\b(?:def|class|global|nonlocal|import|as|from)[ \t]+([\w \t,.]+)"),
@@ -43,6 +43,7 @@ _BINDERS = (
 _ALWAYS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
 _CODE_NODES = ("string", "string_content", "comment")
 _FUNCTION = "function_definition"
+_COMPREHENSIONS = ("list_comprehension", "set_comprehension", "dictionary_comprehension", "generator_expression")
 
 
 def names_in_scope(c: Candidate) -> Candidate:
@@ -111,17 +112,71 @@ def _known(text: str, tree, byte: int, indent: int = 0) -> frozenset[str]:
     column = byte - (data.rfind(b"\n", 0, byte) + 1) + indent
     here = None
     for node in functions:
-        inside = node.start_byte <= byte <= node.end_byte
-        # a blank line below its last statement, indented past its `def`, is in it too
-        below = node.end_byte < byte and not data[node.end_byte : byte].strip() and column > node.start_point[1]
-        if inside or below:
+        if _holds(node, data, byte, column):
             here = node
             break
     known = set(outside)
     for node in functions:
         source = _text_of(text, node)
         known |= _names(source) if node is here else _free_names(source)
+    if here is not None:
+        known -= _confined(here, data, byte, column)
     return frozenset(known)
+
+
+def _confined(function: Node, data: bytes, byte: int, column: int) -> set[str]:
+    """Names that `function` binds only where they stay local, the cursor being elsewhere: the target of an
+    `except ... as e:` clause (Python deletes it when the clause ends) or of a comprehension's `for`, when every
+    mention of the name in the function lies in such a clause that binds it. `set_exception(exc)` copied from the
+    clause `except Exception as exc:` into the clause `except Exception as ex:` names nothing that exists."""
+    clauses: dict[str, list[Node]] = {}
+    mentions: dict[str, list[int]] = {}
+    stack = [function]
+    while stack:
+        node = stack.pop()
+        if node.type == "identifier":
+            mentions.setdefault(node.text.decode("utf-8", "replace"), []).append(node.start_byte)
+        elif node.type == "except_clause":
+            for target in _except_targets(node):
+                clauses.setdefault(target, []).append(node)
+        elif node.type in _COMPREHENSIONS:
+            for clause in node.children:
+                left = clause.child_by_field_name("left") if clause.type == "for_in_clause" else None
+                for name in _identifiers(left):
+                    clauses.setdefault(name, []).append(node)
+        stack.extend(node.children)
+    confined = set()
+    for name, nodes in clauses.items():
+        if any(_holds(node, data, byte, column) for node in nodes):
+            continue
+        if all(any(n.start_byte <= at < n.end_byte for n in nodes) for at in mentions.get(name, ())):
+            confined.add(name)
+    return confined
+
+
+def _except_targets(clause: Node) -> list[str]:
+    """The names an `except E as name:` clause binds."""
+    for child in clause.children:
+        if child.type == "as_pattern":
+            return [n for t in child.children if t.type == "as_pattern_target" for n in _identifiers(t)]
+    return []
+
+
+def _identifiers(node: Node | None) -> list[str]:
+    """The identifiers in a target (`x`, `k, v`, `(a, b)`)."""
+    if node is None:
+        return []
+    if node.type == "identifier":
+        return [node.text.decode("utf-8", "replace")]
+    return [name for child in node.children for name in _identifiers(child)]
+
+
+def _holds(node: Node, data: bytes, byte: int, column: int) -> bool:
+    """Whether the cursor (at `byte`, an answer starting at `column`) is in `node`, or on a blank line below its
+    end indented past its start: the next line of a function's or an except clause's body."""
+    if node.start_byte <= byte <= node.end_byte:
+        return True
+    return node.end_byte < byte and not data[node.end_byte : byte].strip() and column > node.start_point[1]
 
 
 @lru_cache(maxsize=4)

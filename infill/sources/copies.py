@@ -11,8 +11,11 @@ own line, and the two are right on different lines (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +25,8 @@ from ..around.neighbours import WINDOW_AFTER, WINDOW_BEFORE
 from ..options import CopyOptions
 from ..prompted import PromptedModel
 from ..request import Request
+from ..text import in_hash_comment
+from . import parallel
 
 MIN_KEY = 5  # characters of the line above that must match for next-line copies
 # characters typed on the line that must match for rest-of-line copies: shorter contexts are left to the n-gram
@@ -31,6 +36,7 @@ MAX_CANDIDATES = 4
 MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
 MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
 WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
+_TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
 COPY_PASSES = 2  # a copy costs the pass that scores the candidates and the one that cuts the winner at doubt
 
 
@@ -38,7 +44,9 @@ COPY_PASSES = 2  # a copy costs the pass that scores the candidates and the one 
 class LineCopy:
     rest: str  # text to put after the cursor: the rest of the other line, trailing space removed
     key_length: int  # characters before the cursor that match the text before the copied rest
-    whole_line: bool  # the whole typed line (after its indentation) matches a whole other line's start
+    # the whole typed line (after its indentation) matches a whole other line's start, or does but for the names
+    # the copy was renamed by (infill.sources.parallel)
+    whole_line: bool
     count: int  # how many lines of the window continue this way
 
 
@@ -66,13 +74,19 @@ def _key_lengths(typed: int, min_key: int) -> list[int]:
 
 
 def line_copies(
-    text: str, offset: int, others: Sequence[str] = (), min_key: int = MIN_TYPED_KEY, limit: int = MAX_CANDIDATES
+    text: str,
+    offset: int,
+    others: Sequence[str] = (),
+    min_key: int = MIN_TYPED_KEY,
+    limit: int = MAX_CANDIDATES,
+    rename: bool = True,
 ) -> list[LineCopy]:
     """Candidates for the rest of the line at `offset`, best evidence first: the longest match of the typed text
     before the cursor (then a match of the whole line, then the most lines that continue the same way, then the
     nearest line of this file). `others` are more texts to copy from (files beside this one, open documents),
     searched after this file's window. Lines that would only repeat what already follows the cursor are left
-    out."""
+    out, and so are the words of a comment or a docstring copied into code. With `rename`, each copy takes the names this place uses
+    where its own place uses others (infill.sources.parallel)."""
     typed = typed_on_line(text, offset)
     if len(typed) < min_key:
         return []
@@ -84,7 +98,13 @@ def line_copies(
     window = text[window_start:line_start] + text[line_end : line_end + WINDOW_AFTER]
     cursor = line_start - window_start  # where the current line was cut out of the window
     sources = [(window, cursor)] + [(other, None) for other in others]
+    # prose is told by `#` on the line and by an odd number of triple quotes before (the window's count starts
+    # with the text before it; the cursor's line, cut out of the window, counts for the cursor only)
+    docstrings = {id(window): (_triple_quotes(text, 0, window_start), _quote_places(window))}
+    in_docstring = (docstrings[id(window)][0] + bisect.bisect_left(docstrings[id(window)][1], cursor)) % 2
+    prose_here = in_hash_comment(typed) or bool((in_docstring + _triple_quotes(text, line_start, offset)) % 2)
     found: dict[str, tuple[int, bool, float]] = {}  # rest -> (key length, whole line, -distance): the best match
+    where: dict[str, tuple[str, int]] = {}  # rest -> (source, where the rest starts) of its best match
     counts: Counter[str] = Counter()
     longer = len(typed) + 1  # the previous key's length: matches at least this long were taken already
     for key_length in _key_lengths(len(typed), min_key):
@@ -99,19 +119,72 @@ def line_copies(
                 rest_end = len(source) if rest_end < 0 else rest_end
                 rest = source[end:rest_end].rstrip()
                 matched = _common_suffix(source, end, typed, len(typed), len(typed))
-                if rest and rest != current_rest and matched < longer:
-                    before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
+                before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
+                # (the words of a comment or a docstring are no code for this line)
+                from_prose = not prose_here and _in_prose(
+                    source, end, before + typed[len(typed) - matched :], docstrings
+                )
+                if rest and rest != current_rest and matched < longer and not from_prose:
                     whole = matched == len(typed) and not before.strip(" \t")
                     evidence = (matched, whole, -abs(at - here) if here is not None else -math.inf)
                     counts[rest] += 1
                     if rest not in found or evidence > found[rest]:
                         found[rest] = evidence
+                        where[rest] = (source, end)
                 at = source.find(key, at + 1)
         if len(found) >= limit:
             break  # what shorter keys find matches less of the line: it would rank below these
         longer = key_length
     ranked = sorted(found, key=lambda r: (found[r][0], found[r][1], counts[r], found[r][2]), reverse=True)
-    return [LineCopy(r, found[r][0], found[r][1], counts[r]) for r in ranked[:limit]]
+    ours = (typed, _lines_before(text, line_start, 1))
+    out: dict[str, LineCopy] = {}  # renamed rest -> its copy: places that agree once renamed add up
+    for r in ranked:
+        rest, analogous = _renamed_here(r, *where[r], ours) if rename else (r, False)
+        if rest == current_rest:
+            continue
+        if rest in out:
+            out[rest] = dataclasses.replace(out[rest], count=out[rest].count + counts[r])
+        else:
+            out[rest] = LineCopy(rest, found[r][0], found[r][1] or analogous, counts[r])
+            if len(out) == limit:
+                break
+    return list(out.values())
+
+
+def _in_prose(source: str, at: int, head: str, docstrings: dict[int, tuple[int, list[int]]]) -> bool:
+    """Whether `at` in `source` (`head` being its line's text before it) is in a `#` comment or a triple-quoted
+    string: an odd number of triple quotes before it. `docstrings` keeps each source's (count before it, places of
+    its triple quotes), found once per source."""
+    if in_hash_comment(head):
+        return True
+    if id(source) not in docstrings:
+        docstrings[id(source)] = (0, _quote_places(source))
+    before, places = docstrings[id(source)]
+    return (before + bisect.bisect_left(places, at)) % 2 == 1
+
+
+def _quote_places(source: str) -> list[int]:
+    return [m.start() for m in _TRIPLE_QUOTE.finditer(source)]
+
+
+def _triple_quotes(text: str, start: int, end: int) -> int:
+    return text.count('"""', start, end) + text.count("'''", start, end)
+
+
+def _renamed_here(rest: str, source: str, end: int, ours: tuple[str, list[tuple[int, str]]]) -> tuple[str, bool]:
+    """`rest`, copied from before `end` in `source`, with the names that place uses where this one uses others
+    (infill.sources.parallel): compared are the text before it on its line and the line above. Also whether the
+    typed line itself matched its line but for names that the rest then uses: as strong as a whole line's match
+    (`value = ConvertingDi` -> `ct(value)` from `config = ConvertingDict(config)`)."""
+    line_start = source.rfind("\n", 0, end) + 1
+    typed, above = ours
+    on_line = (source[line_start:end].lstrip(" \t"), typed)
+    theirs_above = _lines_before(source, line_start, 1)
+    pairs = [on_line, (theirs_above[0][1].strip(), above[0][1].strip())] if above and theirs_above else [on_line]
+    line_renaming = parallel.renaming([on_line], tail=True)
+    analogous = bool(line_renaming) and parallel.renamed(rest, line_renaming) != rest
+    mapping = line_renaming if len(pairs) == 1 else parallel.renaming(pairs[1:]) | line_renaming
+    return parallel.renamed(rest, mapping), analogous
 
 
 def _indent(line: str) -> int:

@@ -64,7 +64,41 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("src", "raw", "expected"), CASES)
+HANDLERS = """def run(future, func):
+    try:
+        func()
+    except KeyboardInterrupt as ex:
+        future.set_exception(ex)
+    except BaseException as exc:
+        future.set_exception(exc)
+    try:
+        func()
+    except BaseException as ex:
+        <CURSOR>
+"""
+
+LOCAL_CASES = [
+    # an except clause's target is gone once its clause ends: not in scope in another clause...
+    (HANDLERS, "future.set_exception(exc)", "future.set_exception("),
+    # ...but its own clause's is, and so is one the function binds elsewhere too
+    (HANDLERS, "future.set_exception(ex)", "future.set_exception(ex)"),
+    (HANDLERS.replace("func()\n    except Base", "exc = None\n    except Base", 1), "print(exc)", "print(exc)"),
+    # the blank line below a clause's last statement, indented into it, is in the clause
+    (
+        "def f():\n    try:\n        g()\n    except OSError as err:\n        log(err)\n        <CURSOR>\n",
+        "raise err",
+        "raise err",
+    ),
+    # a comprehension's variable is local to it
+    ("def f(items):\n    names = [item.name for item in items]\n    <CURSOR>\n", "return item", "return"),
+    ("def f(items):\n    names = [item.name for item in items]\n    <CURSOR>\n", "return names", "return names"),
+    ("def f(items):\n    return {k: v for k, v in items}\n\n\ndef g():\n    <CURSOR>\n", "print(k)", "print("),
+    # typing inside the comprehension: its variable is in scope
+    ("def f(items):\n    return [i<CURSOR> for item in items]\n", "tem.name", "tem.name"),
+]
+
+
+@pytest.mark.parametrize(("src", "raw", "expected"), CASES + LOCAL_CASES)
 def test_names_in_scope_golden(candidate, src, raw, expected):
     assert names_in_scope(candidate("python", src, raw, True)).text == expected
 

@@ -3,6 +3,7 @@ import pytest
 from diffill.infill.text import (
     detect_indent_unit,
     dominant_eol,
+    in_hash_comment,
     indent_width,
     line_bounds,
     line_starts,
@@ -68,3 +69,19 @@ def test_line_bounds_agree_with_the_line_starts_at_every_offset_of_mixed_line_en
             while end > starts[row] and text[end - 1] in "\r\n":
                 end -= 1
             assert line_bounds(text, offset) == (starts[row], end), (text, offset)
+
+
+@pytest.mark.parametrize(
+    ("head", "inside"),
+    [
+        ("x = 1  # see", True),
+        ("# comment", True),
+        ('x = "#" + y', False),
+        ('x = "#" + y  # z', True),
+        ("f('a', b", False),
+        ("'''doc # x", False),  # an unclosed string runs to the line's end
+        ("x = 1", False),
+    ],
+)
+def test_in_hash_comment(head, inside):
+    assert in_hash_comment(head) is inside

@@ -111,7 +111,7 @@ def test_the_longest_matches_agree_with_a_brute_force_search():
         if len(lines[i][:cut].lstrip()) < 5:
             continue
         expected = brute_force(text, offset)
-        got = line_copies(text, offset, min_key=5, limit=100)
+        got = line_copies(text, offset, min_key=5, limit=100, rename=False)
         longest = [c.rest for c in got if got and c.key_length == got[0].key_length]
         assert sorted(longest) == expected, (trial, lines[i][:cut])
         long_keys += got[0].key_length > 5 if got else 0
@@ -347,3 +347,52 @@ def test_copies_are_looked_for_only_where_they_could_match():
     assert not could_match("x=1\nlogger = logging.get", 24, "lines")  # typed text counts on a rest of line only
     assert not could_match("x=1\nlog", 7, "line")  # too little typed
     assert not could_match("", 0, "lines")
+
+
+def test_a_copy_from_a_parallel_place_takes_the_names_of_this_one():
+    """The text before the copy (the typed line, the line above) has the same shape in both places but for names:
+    the copy gets this place's names, not the ones of the place it came from."""
+    text, offset = at_cursor(
+        "def a(config):\n    config = ConvertingDict(config)\n\n\ndef b(value):\n    value = ConvertingDi|\n"
+    )
+    assert line_copies(text, offset) == [LineCopy("ct(value)", len(" = ConvertingDi"), True, 1)]  # a whole line's
+    assert [c.rest for c in line_copies(text, offset, rename=False)] == ["ct(config)"]
+    handlers = (
+        "try:\n    f()\nexcept BaseException as exc:\n    future.set_exception(exc)\n"
+        "try:\n    g()\nexcept BaseException as ex:\n    future.set_excep|\n"
+    )
+    text, offset = at_cursor(handlers)
+    assert [c.rest for c in line_copies(text, offset)] == ["tion(ex)"]
+    # the line above of another shape says nothing: the copy stays as it was
+    text, offset = at_cursor(handlers.replace("as ex:", "as ex:\n    log(ex)"))
+    assert [c.rest for c in line_copies(text, offset)] == ["tion(exc)"]
+
+
+def test_a_comments_words_are_not_copied_into_code():
+    text, offset = at_cursor("# import multiprocessing.synchronize, usually\n\nimport multiprocessing.sy|\n")
+    assert line_copies(text, offset) == []
+    text, offset = at_cursor("x = '#'; import multiprocessing.synchronize\n\nimport multiprocessing.sy|\n")
+    assert [c.rest for c in line_copies(text, offset)] == ["nchronize"]  # a `#` in a string starts no comment
+    text, offset = at_cursor("# see multiprocessing.synchronize, usually\n\n# and multiprocessing.sy|\n")
+    assert [c.rest for c in line_copies(text, offset)] == ["nchronize, usually"]  # comment to comment
+
+
+def test_places_that_agree_once_renamed_are_one_copy_with_their_count():
+    text, offset = at_cursor(
+        "def a(x: Caps, default: Symbol) -> Symbol: ...\n"
+        "def b(x: Caps, default: Folding) -> Folding: ...\n"
+        "def c(x: Caps,\n      default: Lens) -> Lens: ...\n"
+        "def d(x: Caps, default: Diagnostics) -> |\n"
+    )
+    assert [(c.rest, c.count) for c in line_copies(text, offset, min_key=5)] == [("Diagnostics: ...", 3)]
+
+
+def test_a_docstrings_words_are_not_copied_into_code_nor_lost_in_one():
+    doc = '"""The class EntityResolver."""\n\n\nclass EntityResolver|\n'
+    text, offset = at_cursor(doc)
+    assert line_copies(text, offset, min_key=5) == []
+    text, offset = at_cursor('"""The class EntityResolver.\n\nAnd class EntityResolver|\n"""\n')
+    assert [c.rest for c in line_copies(text, offset, min_key=5)] == ["."]  # docstring to docstring
+    filler = "x = 1\n" * 2000  # the window starts far below the file's start: the quotes before it count
+    text, offset = at_cursor('"""Docs.\n' + filler + 'class EntityResolver.\n"""\n\nclass EntityResolver|\n')
+    assert line_copies(text, offset, min_key=5) == []
