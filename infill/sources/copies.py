@@ -85,8 +85,8 @@ def line_copies(
     before the cursor (then a match of the whole line, then the most lines that continue the same way, then the
     nearest line of this file). `others` are more texts to copy from (files beside this one, open documents),
     searched after this file's window. Lines that would only repeat what already follows the cursor are left
-    out, and so are the words of a comment or a docstring copied into code. With `rename`, each copy takes the names this place uses
-    where its own place uses others (infill.sources.parallel)."""
+    out, and so are the words of a comment or a docstring copied into code. With `rename`, each copy takes the
+    names this place uses where its own place uses others (infill.sources.parallel)."""
     typed = typed_on_line(text, offset)
     if len(typed) < min_key:
         return []
@@ -98,11 +98,14 @@ def line_copies(
     window = text[window_start:line_start] + text[line_end : line_end + WINDOW_AFTER]
     cursor = line_start - window_start  # where the current line was cut out of the window
     sources = [(window, cursor)] + [(other, None) for other in others]
-    # prose is told by `#` on the line and by an odd number of triple quotes before (the window's count starts
-    # with the text before it; the cursor's line, cut out of the window, counts for the cursor only)
-    docstrings = {id(window): (_triple_quotes(text, 0, window_start), _quote_places(window))}
-    in_docstring = (docstrings[id(window)][0] + bisect.bisect_left(docstrings[id(window)][1], cursor)) % 2
-    prose_here = in_hash_comment(typed) or bool((in_docstring + _triple_quotes(text, line_start, offset)) % 2)
+    # prose is told by `#` on the line and by an odd number of triple quotes before: the window's count starts
+    # with the text before it, and the cursor's line, cut out of the window, counts where it was cut
+    places = _quote_places(window)
+    at_cursor = bisect.bisect_left(places, cursor)
+    places[at_cursor:at_cursor] = [cursor] * _triple_quotes(text, line_start, line_end)
+    docstrings = {id(window): (_triple_quotes(text, 0, window_start), places)}
+    before_cursor = docstrings[id(window)][0] + at_cursor + _triple_quotes(text, line_start, offset)
+    prose_here = in_hash_comment(typed) or before_cursor % 2 == 1
     found: dict[str, tuple[int, bool, float]] = {}  # rest -> (key length, whole line, -distance): the best match
     where: dict[str, tuple[str, int]] = {}  # rest -> (source, where the rest starts) of its best match
     counts: Counter[str] = Counter()
@@ -121,10 +124,8 @@ def line_copies(
                 matched = _common_suffix(source, end, typed, len(typed), len(typed))
                 before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
                 # (the words of a comment or a docstring are no code for this line)
-                from_prose = not prose_here and _in_prose(
-                    source, end, before + typed[len(typed) - matched :], docstrings
-                )
-                if rest and rest != current_rest and matched < longer and not from_prose:
+                code_ok = prose_here or not _in_prose(source, end, before + typed[len(typed) - matched :], docstrings)
+                if rest and rest != current_rest and matched < longer and code_ok:
                     whole = matched == len(typed) and not before.strip(" \t")
                     evidence = (matched, whole, -abs(at - here) if here is not None else -math.inf)
                     counts[rest] += 1

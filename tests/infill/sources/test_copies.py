@@ -396,3 +396,8 @@ def test_a_docstrings_words_are_not_copied_into_code_nor_lost_in_one():
     filler = "x = 1\n" * 2000  # the window starts far below the file's start: the quotes before it count
     text, offset = at_cursor('"""Docs.\n' + filler + 'class EntityResolver.\n"""\n\nclass EntityResolver|\n')
     assert line_copies(text, offset, min_key=5) == []
+
+
+def test_a_docstring_opened_on_the_cursors_line_is_prose_below_it():
+    text, offset = at_cursor('class EntityResolver| ; """\nclass EntityResolver.\n"""\n')
+    assert line_copies(text, offset, min_key=5) == []  # the line below is in the docstring the cursor's line opens
