@@ -147,6 +147,7 @@ def test_nvim011_completion_menu_fallback(tmp_path, request):
     assert result["uses_inline"] is False
     p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
     assert result["menu"] and result["menu"][0] == p.text.split("\n")[0], diag
+    assert result["pum_visible"], diag  # else <C-y> is no accept: it types the character above the cursor
     assert result["buffer"] + "\n" == p.applied(), diag
     assert path.read_text() == p.applied()
     check_proposal(direct, p)

@@ -110,6 +110,12 @@ function M.attach(client, bufnr)
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
     map_accept_key(bufnr)
   elseif vim.lsp.completion and vim.lsp.completion.enable then
+    -- diffill proposes one item: without 'menuone' Neovim shows no menu for a single match (it inserts it at
+    -- once, and <C-y> then types the character above the cursor instead of accepting)
+    local cot = vim.bo[bufnr].completeopt ~= '' and vim.bo[bufnr].completeopt or vim.o.completeopt
+    if not vim.tbl_contains(vim.split(cot, ',', { plain = true }), 'menuone') then
+      vim.bo[bufnr].completeopt = cot .. ',menuone'
+    end
     vim.lsp.completion.enable(true, client.id, bufnr, {
       autotrigger = M.config.autotrigger,
       -- the menu shows (and inserts) the first line; complete_done() then puts in the whole proposal
