@@ -135,14 +135,14 @@ def _confined(function: Node, data: bytes, byte: int, column: int) -> set[str]:
     while stack:
         node = stack.pop()
         if node.type == "identifier":
-            mentions.setdefault(node.text.decode("utf-8", "replace"), []).append(node.start_byte)
+            mentions.setdefault(_word(data, node), []).append(node.start_byte)
         elif node.type == "except_clause":
-            for target in _except_targets(node):
+            for target in _except_targets(node, data):
                 clauses.setdefault(target, []).append(node)
         elif node.type in _COMPREHENSIONS:
             for clause in node.children:
                 left = clause.child_by_field_name("left") if clause.type == "for_in_clause" else None
-                for name in _identifiers(left):
+                for name in _identifiers(left, data):
                     clauses.setdefault(name, []).append(node)
         stack.extend(node.children)
     confined = set()
@@ -154,21 +154,26 @@ def _confined(function: Node, data: bytes, byte: int, column: int) -> set[str]:
     return confined
 
 
-def _except_targets(clause: Node) -> list[str]:
+def _except_targets(clause: Node, data: bytes) -> list[str]:
     """The names an `except E as name:` clause binds."""
     for child in clause.children:
         if child.type == "as_pattern":
-            return [n for t in child.children if t.type == "as_pattern_target" for n in _identifiers(t)]
+            return [n for t in child.children if t.type == "as_pattern_target" for n in _identifiers(t, data)]
     return []
 
 
-def _identifiers(node: Node | None) -> list[str]:
+def _identifiers(node: Node | None, data: bytes) -> list[str]:
     """The identifiers in a target (`x`, `k, v`, `(a, b)`)."""
     if node is None:
         return []
     if node.type == "identifier":
-        return [node.text.decode("utf-8", "replace")]
-    return [name for child in node.children for name in _identifiers(child)]
+        return [_word(data, node)]
+    return [name for child in node.children for name in _identifiers(child, data)]
+
+
+def _word(data: bytes, node: Node) -> str:
+    """A node's text, read from the document's bytes (a tree parsed from chunks keeps no text of its own)."""
+    return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 def _holds(node: Node, data: bytes, byte: int, column: int) -> bool:
