@@ -100,11 +100,12 @@ def line_copies(
     sources = [(window, cursor)] + [(other, None) for other in others]
     # prose is told by `#` on the line and by an odd number of triple quotes before: the window's count starts
     # with the text before it, and the cursor's line, cut out of the window, counts where it was cut
+    window_before = _triple_quotes(text, 0, window_start)
     places = _quote_places(window)
     at_cursor = bisect.bisect_left(places, cursor)
     places[at_cursor:at_cursor] = [cursor] * _triple_quotes(text, line_start, line_end)
-    docstrings = {id(window): (_triple_quotes(text, 0, window_start), places)}
-    before_cursor = docstrings[id(window)][0] + at_cursor + _triple_quotes(text, line_start, offset)
+    docstrings = {id(window): (window_before, places)}
+    before_cursor = window_before + at_cursor + _triple_quotes(text, line_start, offset)
     prose_here = in_hash_comment(typed) or before_cursor % 2 == 1
     found: dict[str, tuple[int, bool, float]] = {}  # rest -> (key length, whole line, -distance): the best match
     where: dict[str, tuple[str, int]] = {}  # rest -> (source, where the rest starts) of its best match
@@ -122,16 +123,16 @@ def line_copies(
                 rest_end = len(source) if rest_end < 0 else rest_end
                 rest = source[end:rest_end].rstrip()
                 matched = _common_suffix(source, end, typed, len(typed), len(typed))
-                before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
-                # (the words of a comment or a docstring are no code for this line)
-                code_ok = prose_here or not _in_prose(source, end, before + typed[len(typed) - matched :], docstrings)
-                if rest and rest != current_rest and matched < longer and code_ok:
-                    whole = matched == len(typed) and not before.strip(" \t")
-                    evidence = (matched, whole, -abs(at - here) if here is not None else -math.inf)
-                    counts[rest] += 1
-                    if rest not in found or evidence > found[rest]:
-                        found[rest] = evidence
-                        where[rest] = (source, end)
+                if rest and rest != current_rest and matched < longer:
+                    before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
+                    head = before + typed[len(typed) - matched :]
+                    if prose_here or not _in_prose(source, end, head, docstrings):  # no prose copied into code
+                        whole = matched == len(typed) and not before.strip(" \t")
+                        evidence = (matched, whole, -abs(at - here) if here is not None else -math.inf)
+                        counts[rest] += 1
+                        if rest not in found or evidence > found[rest]:
+                            found[rest] = evidence
+                            where[rest] = (source, end)
                 at = source.find(key, at + 1)
         if len(found) >= limit:
             break  # what shorter keys find matches less of the line: it would rank below these
@@ -179,13 +180,13 @@ def _renamed_here(rest: str, source: str, end: int, ours: tuple[str, list[tuple[
     (`value = ConvertingDi` -> `ct(value)` from `config = ConvertingDict(config)`)."""
     line_start = source.rfind("\n", 0, end) + 1
     typed, above = ours
-    on_line = (source[line_start:end].lstrip(" \t"), typed)
-    theirs_above = _lines_before(source, line_start, 1)
-    pairs = [on_line, (theirs_above[0][1].strip(), above[0][1].strip())] if above and theirs_above else [on_line]
-    line_renaming = parallel.renaming([on_line], tail=True)
+    line_renaming = parallel.renaming([(source[line_start:end].lstrip(" \t"), typed)], tail=True)
     analogous = bool(line_renaming) and parallel.renamed(rest, line_renaming) != rest
-    mapping = line_renaming if len(pairs) == 1 else parallel.renaming(pairs[1:]) | line_renaming
-    return parallel.renamed(rest, mapping), analogous
+    theirs_above = _lines_before(source, line_start, 1)
+    above_renaming = (
+        parallel.renaming([(theirs_above[0][1].strip(), above[0][1].strip())]) if above and theirs_above else {}
+    )
+    return parallel.renamed(rest, above_renaming | line_renaming), analogous
 
 
 def _indent(line: str) -> int:
