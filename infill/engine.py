@@ -116,12 +116,12 @@ class CompletionEngine:
                     self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline, cancel=cancel
                 )
                 answer_from, answer_passes = time.perf_counter(), self.model.net.passes
-                ids, source = self._answer(asked, request, others, path, cancel, o, trace)
+                ids, source, places = self._answer(asked, request, others, path, cancel, o, trace)
                 answer_ms = (time.perf_counter() - answer_from) * 1e3
                 self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
                     floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
-                    joint = ranking.answer_floor(source, o.rank, o.copies, request.prose)
+                    joint = ranking.answer_floor(source, o.rank, o.copies, request.prose, places)
                     cut = ranking.cut_at_doubt(asked, ids, request.healed, floor, request.judged_among, joint)
         finally:
             trace.passes += self.model.net.passes - passes
@@ -156,8 +156,8 @@ class CompletionEngine:
         cancel: Callable[[], bool] | None,
         o: EngineOptions,
         trace: Trace,
-    ) -> tuple[list[int], str]:
-        """The answer's ids and their source. With encoder drafts: the line that followed the line above elsewhere
+    ) -> tuple[list[int], str, int]:
+        """The answer's ids, their source and (a copy) how many places continue that way. With encoder drafts: the line that followed the line above elsewhere
         (a copy is the whole answer: nothing drafted or denoised), else the model's draft (a known name may start
         it), which a copied rest of line replaces when the model finds it nearly as likely. Then the model's own
         answer is denoised (a rest of line is not: the encoder wrote it), the known text after the cursor pinned
@@ -170,7 +170,7 @@ class CompletionEngine:
             with trace.stage("copies"):
                 copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
             if copied:
-                return copied, "next line"
+                return copied.ids, "next line", copied.places
             names = None
             if request.line:
                 with trace.stage("names"):
@@ -182,14 +182,14 @@ class CompletionEngine:
                 with trace.stage("copies"):
                     copied = copies.rest_of_line_copy(asked, request, others, drafted.score, o.copies)
                 if copied:
-                    return copied, "copy"
+                    return copied.ids, "copy", copied.places
             init = drafted.canvas
         with trace.stage("denoise"):
             if request.line and o.drafts.ar and not o.drafts.denoise_lines:  # the encoder wrote it: kept as it is
                 ids = draft.drafted(init or [])
             else:
                 ids = draft.denoise(asked, request, canvas, init, cancel, o.drafts, o.rank)
-            return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model"
+            return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model", 0
 
     def _filtered(
         self, doc: SyntaxDocument, request: Request, ids: list[int], cut: list[int] | None, source: str

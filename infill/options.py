@@ -107,6 +107,9 @@ class CopyOptions:
     # ... and at least this in a comment or a string: prose copied from a line that starts alike goes wrong more
     # often than code does (docs/benchmarks.md). 0: as in code.
     copy_prose_confidence: float = 0.6
+    # ... and at least this when only one place continues the typed text that way: several lines that go on alike
+    # are evidence, one is a guess that a line starting alike ends alike (docs/benchmarks.md). 0: as the others.
+    lone_copy_confidence: float = 0.55
     next_line_confidence: float = 0.1
 
 

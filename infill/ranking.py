@@ -49,12 +49,15 @@ def doubt_floor(source: str, encoder_judges: bool, rank: RankOptions, copies: Co
     return None
 
 
-def answer_floor(source: str, rank: RankOptions, copies: CopyOptions, prose: bool = False) -> float | None:
+def answer_floor(
+    source: str, rank: RankOptions, copies: CopyOptions, prose: bool = False, places: int = 0
+) -> float | None:
     """The probability under which the answer so far, all its tokens together, is not shown, or None: the model's
     own answers at `answer_confidence`, copied rests of line at `copy_answer_confidence`, copied next lines at
     `next_line_confidence` (the copies' priors say how much more than the model's belief they are worth); a
-    copied rest of line in a comment or a string (`prose`) at least `copy_prose_confidence`. A `min_confidence` of
-    0 (no cut at all) turns these off too."""
+    copied rest of line in a comment or a string (`prose`) at least `copy_prose_confidence`, and one that only one
+    place continues (`places`) at least `lone_copy_confidence`. A `min_confidence` of 0 (no cut at all) turns
+    these off too."""
     if rank.min_confidence <= 0:
         return None
     floor = {
@@ -64,6 +67,8 @@ def answer_floor(source: str, rank: RankOptions, copies: CopyOptions, prose: boo
     }.get(source, 0.0)
     if prose and source == "copy":
         floor = max(floor, copies.copy_prose_confidence)
+    if places == 1 and source == "copy":
+        floor = max(floor, copies.lone_copy_confidence)
     return floor if floor > 0 else None
 
 

@@ -12,11 +12,13 @@ on a later line and are left alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from diffill.infill.filters.base import Candidate
 from diffill.infill.text import EOL_RE
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_CLOSE = {v: k for k, v in _OPEN.items()}
+OPENERS = {"(": ")", "[": "]", "{": "}"}
+CLOSERS = {v: k for k, v in OPENERS.items()}
 _QUOTES = "'\"`"
 
 
@@ -51,6 +53,16 @@ def _left_open(line: str, own: int, hash_comments: bool) -> list[int]:
     """Positions (< `own`: in the answer) of the brackets `line` opens and does not close, outside strings (and
     `#` comments, with `hash_comments`)."""
     stack: list[tuple[str, int]] = []
+    for i, ch in code_brackets(line, hash_comments):
+        if ch in OPENERS:
+            stack.append((ch, i))
+        elif stack and stack[-1][0] == CLOSERS[ch]:
+            stack.pop()
+    return [at for _, at in stack if at < own]
+
+
+def code_brackets(line: str, hash_comments: bool) -> Iterator[tuple[int, str]]:
+    """(position, bracket) for each bracket of `line` outside strings (and `#` comments, with `hash_comments`)."""
     quote = ""
     i = 0
     while i < len(line):
@@ -63,10 +75,7 @@ def _left_open(line: str, own: int, hash_comments: bool) -> list[int]:
         elif ch in _QUOTES:
             quote = ch
         elif ch == "#" and hash_comments:  # a comment: nothing after it is code
-            break
-        elif ch in _OPEN:
-            stack.append((ch, i))
-        elif ch in _CLOSE and stack and stack[-1][0] == _CLOSE[ch]:
-            stack.pop()
+            return
+        elif ch in OPENERS or ch in CLOSERS:
+            yield i, ch
         i += 1
-    return [at for _, at in stack if at < own]

@@ -40,6 +40,7 @@ _BINDERS = (
     re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*:", re.M),  # `x: int = 0`
     re.compile(r"\b([A-Za-z_]\w*)\s*(?::=|=(?!=))"),  # walrus, keyword arguments
 )
+_ASSIGNMENT = re.compile(r"[ \t]*([\w \t,*\[\]]+)=(?!=)")  # a statement `a, b = ...` (no call's `f(a=...`)
 _ALWAYS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
 _CODE_NODES = ("string", "string_content", "comment")
 _FUNCTION = "function_definition"
@@ -63,7 +64,10 @@ def names_in_scope(c: Candidate) -> Candidate:
     code = _code(line)
     bound = _bound(code)
     indent = len(c.text) - len(c.text.lstrip(" \t"))  # an answer on a blank line sits where its text starts
-    known = _known(c.doc_text, tree, start, indent)
+    column = len(utf8(before)) + indent  # where the answer's text starts on its line
+    here = _function_at(c.doc_text, tree, start, column)
+    known = _known(c.doc_text, tree, start, column, here)
+    targets, value = _assigned(code)
     open_end = bool(_WORD_CHAR.match(_next_char(c)))
     for m in _IDENT.finditer(code, judged_from):
         name = m.group(0)
@@ -71,7 +75,12 @@ def names_in_scope(c: Candidate) -> Candidate:
             continue  # the word at the end is still being written
         if not code[: m.start()].strip() and not code[m.end() :].strip():
             continue  # a statement of one new name: what binds it may follow (`NAME = ...`)
-        if name in _ALWAYS or name in bound or name in known or _after_dot(code, m.start()):
+        if name in _ALWAYS or _after_dot(code, m.start()):
+            continue
+        if name in targets and value[0] <= m.start() < value[1] and name not in _bound(code[slice(*value)]):
+            if _read_before(c.doc_text, here, start - len(utf8(before)), name):
+                continue
+        elif name in bound or name in known:
             continue
         return c.with_text(c.text[: max(0, m.start() - len(before))].rstrip(" "), replace_end=c.offset)
     return c
@@ -85,6 +94,25 @@ def _code(text: str) -> str:
 def _bound(code: str) -> set[str]:
     """The names `code` binds (_BINDERS)."""
     return {name for pattern in _BINDERS for m in pattern.finditer(code) for name in _IDENT.findall(m.group(1))}
+
+
+def _assigned(code: str) -> tuple[set[str], tuple[int, int]]:
+    """The names a plain assignment on the line `code` binds (`a, b = ...`), and where its value lies (to a `;`):
+    `x = f(x)` reads `x` before it binds it, so there `x` must exist already."""
+    m = _ASSIGNMENT.match(code)
+    if m is None:
+        return set(), (0, 0)
+    end = code.find(";", m.end())
+    return set(_IDENT.findall(m.group(1))), (m.end(), end if end >= 0 else len(code))
+
+
+def _read_before(text: str, function: Node | None, line_byte: int, name: str) -> bool:
+    """Whether `name` is mentioned in code before the line at `line_byte`: in the enclosing function from its
+    start (a name the function assigns is its own local), else anywhere above."""
+    data = _bytes(text)
+    begin = function.start_byte if function is not None else 0
+    code = _code(data[begin:line_byte].decode("utf-8", "replace"))
+    return re.search(rf"\b{re.escape(name)}\b", code) is not None
 
 
 def _next_char(c: Candidate) -> str:
@@ -103,18 +131,18 @@ def _parse(text: str):
     return parser_for("python").parse(utf8(text))
 
 
-def _known(text: str, tree, byte: int, indent: int = 0) -> frozenset[str]:
-    """Names an answer at `byte` (`indent` more columns in) can see: those of its outermost enclosing function, of
-    the code outside all functions, and those the other functions use without binding (they must come from
-    the module, so this function sees them too)."""
+def _function_at(text: str, tree, byte: int, column: int) -> Node | None:
+    """The outermost function an answer at `byte` (starting at `column`) lands in, if any."""
+    data = _bytes(text)
+    return next((node for node in _module_names(text, tree)[1] if _holds(node, data, byte, column)), None)
+
+
+def _known(text: str, tree, byte: int, column: int, here: Node | None) -> frozenset[str]:
+    """Names an answer at `byte` (starting at `column`) in the outermost function `here` (None: outside every
+    function) can see: those of that function, of the code outside all functions, and those the other functions
+    use without binding (they must come from the module, so this function sees them too)."""
     outside, functions = _module_names(text, tree)
     data = _bytes(text)
-    column = byte - (data.rfind(b"\n", 0, byte) + 1) + indent
-    here = None
-    for node in functions:
-        if _holds(node, data, byte, column):
-            here = node
-            break
     known = set(outside)
     for node in functions:
         source = _text_of(text, node)

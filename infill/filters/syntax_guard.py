@@ -7,7 +7,9 @@ then token boundaries of the first line (`self.read(` -> `self.read`). A complet
 (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows) with no such prefix is extended along the
 line it was cut from to the first token end where it parses again (`port sys`), when that line parses: an answer
 must leave the buffer as sound as it was, even at some cost in useful answers; shorter prefixes first win some
-back (docs/benchmarks.md). Each try is a parse of the edited document (incremental from its tree), so tries are
+back (docs/benchmarks.md). The extension is judged by the filters that judge names (postprocess passes them): what
+they would cut (`port torch` in a file that never uses torch) is not put back, and the word being typed is
+completed instead (`port`). Each try is a parse of the edited document (incremental from its tree), so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion); a
 document too large to parse in time (no tree) is not checked.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from functools import lru_cache
 
 from tree_sitter import Node
@@ -38,9 +41,10 @@ def _errors(language: str, text: str) -> int:
     return count_errors(language, text)
 
 
-def syntax_guard(c: Candidate) -> Candidate:
+def syntax_guard(c: Candidate, judges: tuple[Callable[[Candidate], Candidate], ...] = ()) -> Candidate:
     """The candidate if it adds no parse errors, else its longest prefix that adds none, else (an answer cut short)
-    its shortest extension that adds none, else the end of the word being typed, else no suggestion."""
+    its shortest extension that adds none and that each of `judges` (the filters that judge names) leaves as it
+    is, else the end of the word being typed, else no suggestion."""
     if c.language is None or not c.text:
         return c
     if c.tree is None and len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # its parse ran out of time: each try would too
@@ -57,7 +61,9 @@ def syntax_guard(c: Candidate) -> Candidate:
         if _acceptable(shorter, allowed):
             return shorter
     if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed):
-        return _shortest_extension(c, allowed)
+        longer = _shortest_extension(c, allowed)
+        if all(judge(longer).text == longer.text for judge in judges):
+            return longer
     return _word_completion(c)
 
 
@@ -77,6 +83,11 @@ def _word_completion(c: Candidate) -> Candidate:
     word = _WORD_RE.match(c.text).group(0)
     typing_a_word = c.before_cursor[-1:].isidentifier() and not _WORD_RE.match(c.doc_text, c.offset).group(0)
     return c.with_text(word, replace_end=c.offset) if word and typing_a_word else c.empty()
+
+
+def parse_errors(c: Candidate) -> int:
+    """The ERROR/MISSING nodes of the document with the candidate's edit made (incremental from its tree)."""
+    return count_tree_errors(_parse_edited(c))
 
 
 def _acceptable(c: Candidate, allowed: int) -> bool:

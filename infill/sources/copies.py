@@ -50,6 +50,15 @@ class LineCopy:
     count: int  # how many lines of the window continue this way
 
 
+@dataclass(frozen=True)
+class Copied:
+    """A copy chosen as the answer: its token ids, and how many places continue this way (one place is a guess
+    that another line started alike; several agree: infill.ranking.answer_floor judges them apart)."""
+
+    ids: list[int]
+    places: int
+
+
 def _common_suffix(a: str, a_end: int, b: str, b_end: int, limit: int) -> int:
     """How many characters before a[a_end] and b[b_end] agree (at most `limit`)."""
     n = 0
@@ -297,8 +306,8 @@ def could_match(text: str, offset: int, kind: str) -> bool:
 
 def next_line_copy(
     asked: PromptedModel, request: Request, others: Sequence[str], options: CopyOptions, canvas: int, beam: int
-) -> list[int] | None:
-    """Token ids of the line that follows the line above the cursor's elsewhere (in the file, in `others`) and
+) -> Copied | None:
+    """The line that follows the line above the cursor's elsewhere (in the file, in `others`) and
     starts with what is typed, or None: the copy the model scores best. With `next_line_contest` it must come
     within `next_line_prior` nats of the model's own best line (a beam `beam` wide on a `canvas`)."""
     found = next_line_copies(request.text, request.offset, others) if options.copy_prior is not None else []
@@ -315,8 +324,8 @@ def next_line_copy(
 
 def rest_of_line_copy(
     asked: PromptedModel, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
-) -> list[int] | None:
-    """Token ids of a rest of line copied from another line that starts the same way that should be the answer
+) -> Copied | None:
+    """A rest of line copied from another line that starts the same way that should be the answer
     instead of the model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or
     an argument list is a better guess than one the model makes up (docs/benchmarks.md)."""
     if options.copy_prior is None:
@@ -327,11 +336,12 @@ def rest_of_line_copy(
 
 def _preferred(
     asked: PromptedModel, found: list[LineCopy], healed: str, rival: float, prior: float, hedge: float | None
-) -> list[int] | None:
-    """The ids of the copy the model scores best (to its line end) plus its prior (more for a whole line), if it
-    does not trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely:
-    the answer is the start they share (when it is more than whitespace). None too when the time left does not
-    afford scoring them and cutting the winner at doubt (the model's own answer is then what there is)."""
+) -> Copied | None:
+    """The copy the model scores best (to its line end) plus its prior (more for a whole line), if it does not
+    trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely: the answer
+    is the start they share (when it is more than whitespace), which all their places continue. None too when the
+    time left does not afford scoring them and cutting the winner at doubt (the model's own answer is then what
+    there is)."""
     if not found or not asked.affords(COPY_PASSES):
         return None
     encoded = [asked.encode(healed + c.rest) for c in found]
@@ -341,8 +351,8 @@ def _preferred(
     if ranking.trails(scores[top], priors[top], rival):
         return None
     if hedge is not None:
-        rivals = [found[i].rest for i in ranking.within(scores, priors, top, hedge)]
-        shared = os.path.commonprefix([found[top].rest, *rivals]) if rivals else ""
+        rivals = [found[i] for i in ranking.within(scores, priors, top, hedge)]
+        shared = os.path.commonprefix([found[top].rest, *(c.rest for c in rivals)]) if rivals else ""
         if shared.strip():
-            return asked.encode(healed + shared)
-    return encoded[top]
+            return Copied(asked.encode(healed + shared), found[top].count + sum(c.count for c in rivals))
+    return Copied(encoded[top], found[top].count)

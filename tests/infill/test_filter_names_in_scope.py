@@ -64,6 +64,17 @@ CASES = [
 ]
 
 
+SELF = """import re
+
+
+def f(emission):
+    if not emission:
+        return False
+    <CURSOR>
+    if matched is None:
+        return parts
+"""
+
 HANDLERS = """def run(future, func):
     try:
         func()
@@ -97,8 +108,23 @@ LOCAL_CASES = [
     ("def f(items):\n    return [i<CURSOR> for item in items]\n", "tem.name", "tem.name"),
 ]
 
+SELF_CASES = [
+    # an assignment's value is read before its target is bound: `x = f(x)` needs an `x` from above
+    (SELF, "matched = re.search(matched)", "matched = re.search("),
+    (SELF, "parts = re.split(parts, emission)", "parts = re.split("),
+    (SELF, "emission = float(emission)", "emission = float(emission)"),  # a parameter
+    (SELF, "a, matched = matched, 1", "a, matched ="),
+    # a name that the value binds itself, or that only a keyword argument names, is as before
+    (SELF, "matched = [matched for matched in emission]", "matched = [matched for matched in emission]"),
+    (SELF, "register(matched=matched)", "register(matched=matched)"),  # `matched` is this function's
+    (SELF, "n = 1; matched = n", "n = 1; matched = n"),  # a statement after `;` is not the value
+    # at module level: anywhere above counts
+    ("import re\nmatched = 1\n\n<CURSOR>\n", "matched = re.sub(matched)", "matched = re.sub(matched)"),
+    ("import re\n\n<CURSOR>\nmatched = 1\n", "matched = re.sub(matched)", "matched = re.sub("),
+]
 
-@pytest.mark.parametrize(("src", "raw", "expected"), CASES + LOCAL_CASES)
+
+@pytest.mark.parametrize(("src", "raw", "expected"), CASES + LOCAL_CASES + SELF_CASES)
 def test_names_in_scope_golden(candidate, src, raw, expected):
     assert names_in_scope(candidate("python", src, raw, True)).text == expected
 

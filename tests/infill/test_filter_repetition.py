@@ -58,7 +58,7 @@ def test_a_degenerate_line_an_answer_was_cut_from_is_not_run_on_along(candidate)
     line stutters, the repetition filter forgets it and the guard completes the word being typed instead."""
     from diffill.infill.postprocess import postprocess
 
-    c = candidate("python", "fr<CURSOR>\nx = 1\n", "om")
+    c = candidate("python", "fr<CURSOR>\nx = path.sep\n", "om")
     stutter = dataclasses.replace(c, whole="omromromromromromrom")
     assert drop_repetition(stutter).whole == ""
     assert postprocess(stutter).text == "om"

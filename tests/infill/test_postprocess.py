@@ -1,5 +1,7 @@
 """The filters in order on raw model output at the cursor, as the engine runs them (CompletionEngine.complete)."""
 
+import dataclasses
+
 import pytest
 
 from diffill.infill.document import SyntaxDocument
@@ -11,7 +13,7 @@ from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
 from diffill.infill.filters.suffix_overlap import drop_suffix_overlap
 from diffill.infill.filters.syntax_guard import syntax_guard
-from diffill.infill.postprocess import FILTERS, postprocess
+from diffill.infill.postprocess import FILTERS, judged_syntax_guard, postprocess
 from diffill.infill.spans import select_span
 
 
@@ -65,7 +67,7 @@ def test_filter_order():
     """The order the module docstring gives: the span first, repetition before indentation, indentation before the
     comparison with the next lines, names on what is left, syntax last."""
     at = {f: i for i, f in enumerate(FILTERS)}
-    assert at[stop_at_span] == 0 and at[syntax_guard] == len(FILTERS) - 1
+    assert at[stop_at_span] == 0 and at[judged_syntax_guard] == len(FILTERS) - 1
     assert at[drop_repetition] < at[normalize_indentation] < at[drop_suffix_overlap] < at[names_in_scope]
     assert at[names_in_scope] < at[keep_brackets_balanced]
 
@@ -76,3 +78,21 @@ def test_edit_converts_to_lsp_range(cursor_doc):
     start, end, new_text = out.offset, out.replace_end, out.text
     assert (doc.position_at(start), doc.position_at(end), new_text) == ((0, 16), (0, 17), "s)")
     assert (doc.position_at(start, "utf-8"), doc.position_at(end, "utf-8")) == ((0, 18), (0, 19))
+
+
+@pytest.mark.parametrize(
+    ("src", "raw", "whole", "expected"),
+    [
+        # the model was sure of `port` only: the run-on along its line parses, and names what the file uses
+        ("json.dumps(1)\nim<CURSOR>\n", "port", "port json", "port json"),
+        # ... or a module it never uses, which the import judge would have cut: the word being typed instead
+        ("json.dumps(1)\nim<CURSOR>\n", "port", "port torch", "port"),
+        # ... or a name nothing in scope defines
+        ("def f(path):\n    wit<CURSOR>\n", "h", "h tmp_path.open() as fh:", "h"),
+        ("def f(path):\n    wit<CURSOR>\n", "h", "h path.open() as fh:", "h path.open() as fh:"),
+    ],
+)
+def test_the_syntax_guards_run_on_is_judged_for_its_names(candidate, src, raw, whole, expected):
+    c = dataclasses.replace(candidate("python", src, raw, with_tree=True), whole=whole)
+    assert postprocess(c).text == expected
+    assert syntax_guard(c).text == whole  # the guard alone runs on

@@ -1,5 +1,6 @@
 """Ranking: a candidate's prior against the model's own answer, and where an answer is cut at doubt."""
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -50,6 +51,16 @@ def test_prose_raises_the_floor_of_copies_only():
     lower = CopyOptions(copy_answer_confidence=0.4, copy_prose_confidence=0.2)
     assert ranking.answer_floor("copy", rank, lower, prose=True) == 0.4  # never lower than in code
     assert ranking.answer_floor("copy", RankOptions(), copies, prose=True) is None  # min_confidence 0: all off
+
+
+def test_a_copy_that_one_place_continues_needs_more_belief():
+    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
+    copies = CopyOptions(copy_answer_confidence=0.4, lone_copy_confidence=0.55, next_line_confidence=0.1)
+    assert ranking.answer_floor("copy", rank, copies, places=1) == 0.55
+    assert ranking.answer_floor("copy", rank, copies, places=2) == 0.4  # places that agree are evidence
+    assert ranking.answer_floor("next line", rank, copies, places=1) == 0.1  # its own floor
+    assert ranking.answer_floor("model", rank, copies) == 0.6
+    assert ranking.answer_floor("copy", RankOptions(), copies, places=1) is None  # min_confidence 0: all off
 
 
 def _asked(decode: dict[int, str], logps: list[float], prefix: list[float] | None = None, judged=None):
@@ -137,13 +148,11 @@ def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floo
         assert out is not None and out.text == tok.decode(answer[:kept])
 
 
-@pytest.mark.parametrize("floor, expected", [(0.35, "Logger"), (0.0, "Logger(__name__)")])
-def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
-    """A copied rest of line ends before its first token under copy_min_confidence (the model's own answers have
-    min_confidence): the copy's right start stands when its end goes wrong. 0 keeps copies whole."""
+def _copying_engine(beliefs, **knobs):
+    """An engine whose model drafts `Handler(x)` far below a copy of `logger = logging.getLogger(__name__)` and
+    gives the tokens it judges the log-probabilities `beliefs(tokenizer, tokens)`; and its tokenizer."""
     tok = CodeTokenizer.train(CODE + ["logger = logging.getLogger(__name__)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
-    judged = []
 
     class Drafter(FakeModel):
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
@@ -153,19 +162,47 @@ def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
             return [-1.0 for _ in continuations]
 
         def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
-            judged.append(tok.decode(tokens))
-            sure = len(tok.encode("Logger"))
-            return twice([0.0] * sure + [-2.0] * (len(tokens) - sure))  # unsure from `(` on
+            return twice(beliefs(tok, tokens))
 
-    knobs = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None, copy_min_confidence=floor) | dict(
-        copy_answer_confidence=floor
-    )  # the copy judged whole, by the same floor
-    eng = CompletionEngine(Drafter(net), tok, options(min_confidence=0.6, **knobs))
+    base = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None)
+    return CompletionEngine(Drafter(net), tok, options(**(base | knobs))), tok
+
+
+@pytest.mark.parametrize("places, expected", [(1, None), (2, "Logger(__name__)")])
+def test_a_copy_one_place_continues_is_judged_harder(places, expected):
+    """The model gives a copied rest of line p = 0.45 whole: enough for a line that two places continue
+    (copy_answer_confidence 0.35), not for one that only one place does (lone_copy_confidence 0.55)."""
+    eng, _ = _copying_engine(
+        lambda tok, tokens: [math.log(0.45)] + [0.0] * (len(tokens) - 1),
+        min_confidence=0.4,
+        copy_answer_confidence=0.35,
+        lone_copy_confidence=0.55,
+    )
+    place = "    logger = logging.getLogger(__name__)\n\n"
+    text = "def f():\n" + place + "def h():\n" + place * (places - 1) + "def g():\n    logger = logging.get\n"
+    out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
+    assert (out.text if out is not None else None) == expected
+
+
+@pytest.mark.parametrize("floor, expected", [(0.35, "Logger"), (0.0, "Logger(__name__)")])
+def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
+    """A copied rest of line ends before its first token under copy_min_confidence (the model's own answers have
+    min_confidence): the copy's right start stands when its end goes wrong. 0 keeps copies whole."""
+    judged = []
+
+    def beliefs(tok, tokens):
+        judged.append(tok.decode(tokens))
+        sure = len(tok.encode("Logger"))
+        return [0.0] * sure + [-2.0] * (len(tokens) - sure)  # unsure from `(` on
+
+    floors = dict(copy_min_confidence=floor, copy_answer_confidence=floor, lone_copy_confidence=floor)
+    eng, tok = _copying_engine(beliefs, min_confidence=0.6, **floors)  # the copy judged whole, by the same floor
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     head = tok.encode("Logger")
     assert tok.encode("Logger(__name__)")[: len(head)] == head  # (the premise: the copy's tokens start so)
     assert out is not None and out.text == expected and out.source == "copy"
     assert judged == (["Logger(__name__)"] if floor else [])
-    eng.options = options(min_confidence=0.0, **knobs)  # nothing is cut: copies stay whole too
+    eng.options = options(min_confidence=0.0, steps=2, draft="ar", token_healing=False, symbol_prior=None, **floors)
+    # (nothing is cut: copies stay whole too)
     assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Logger(__name__)"
