@@ -157,11 +157,11 @@ class CompletionEngine:
         o: EngineOptions,
         trace: Trace,
     ) -> tuple[list[int], str, int]:
-        """The answer's ids, their source and (a copy) how many places continue that way. With encoder drafts: the line that followed the line above elsewhere
-        (a copy is the whole answer: nothing drafted or denoised), else the model's draft (a known name may start
-        it), which a copied rest of line replaces when the model finds it nearly as likely. Then the model's own
-        answer is denoised (a rest of line is not: the encoder wrote it), the known text after the cursor pinned
-        if it did not end with it. Each of these is a stage of `trace`."""
+        """The answer's ids, their source and (a copy) how many places continue that way. With encoder drafts: the
+        line that followed the line above elsewhere (a copy is the whole answer: nothing drafted or denoised), else
+        the model's draft (a known name may start it), which a copied rest of line replaces when the model finds it
+        nearly as likely. Then the model's own answer is denoised (a rest of line is not: the encoder wrote it),
+        the known text after the cursor pinned if it did not end with it. Each of these is a stage of `trace`."""
         canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
         init = None
         if o.drafts.ar:
