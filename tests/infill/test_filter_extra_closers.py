@@ -1,5 +1,5 @@
 """Rule under test: a rest of line that closes a bracket its line does not open is cut before that closer when the
-cut parses better; a closer for a bracket opened on a line above stays, as do strings, comments and answers of
+cut parses no worse; a closer for a bracket opened on a line above stays, as do strings, comments and answers of
 several lines."""
 
 import pytest
