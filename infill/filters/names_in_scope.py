@@ -64,7 +64,8 @@ def names_in_scope(c: Candidate) -> Candidate:
     code = _code(line)
     bound = _bound(code)
     indent = len(c.text) - len(c.text.lstrip(" \t"))  # an answer on a blank line sits where its text starts
-    column = len(utf8(before)) + indent  # where the answer's text starts on its line
+    line_byte = start - len(utf8(before))
+    column = start - line_byte + indent  # where the answer's text starts on its line
     here = _function_at(c.doc_text, tree, start, column)
     known = _known(c.doc_text, tree, start, column, here)
     targets, value = _assigned(code)
@@ -78,7 +79,7 @@ def names_in_scope(c: Candidate) -> Candidate:
         if name in _ALWAYS or _after_dot(code, m.start()):
             continue
         if name in targets and value[0] <= m.start() < value[1] and name not in _bound(code[slice(*value)]):
-            if _read_before(c.doc_text, here, start - len(utf8(before)), name):
+            if _read_before(c.doc_text, here, line_byte, name):
                 continue
         elif name in bound or name in known:
             continue
@@ -111,8 +112,7 @@ def _read_before(text: str, function: Node | None, line_byte: int, name: str) ->
     start (a name the function assigns is its own local), else anywhere above."""
     data = _bytes(text)
     begin = function.start_byte if function is not None else 0
-    code = _code(data[begin:line_byte].decode("utf-8", "replace"))
-    return re.search(rf"\b{re.escape(name)}\b", code) is not None
+    return name in _names(_code(data[begin:line_byte].decode("utf-8", "replace")))
 
 
 def _next_char(c: Candidate) -> str:

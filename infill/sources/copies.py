@@ -307,9 +307,9 @@ def could_match(text: str, offset: int, kind: str) -> bool:
 def next_line_copy(
     asked: PromptedModel, request: Request, others: Sequence[str], options: CopyOptions, canvas: int, beam: int
 ) -> Copied | None:
-    """The line that follows the line above the cursor's elsewhere (in the file, in `others`) and
-    starts with what is typed, or None: the copy the model scores best. With `next_line_contest` it must come
-    within `next_line_prior` nats of the model's own best line (a beam `beam` wide on a `canvas`)."""
+    """The line that follows the line above the cursor's elsewhere (in the file, in `others`) and starts with what
+    is typed, or None: the copy the model scores best. With `next_line_contest` it must come within
+    `next_line_prior` nats of the model's own best line (a beam `beam` wide on a `canvas`)."""
     found = next_line_copies(request.text, request.offset, others) if options.copy_prior is not None else []
     if not found:
         return None
@@ -325,9 +325,9 @@ def next_line_copy(
 def rest_of_line_copy(
     asked: PromptedModel, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
 ) -> Copied | None:
-    """A rest of line copied from another line that starts the same way that should be the answer
-    instead of the model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or
-    an argument list is a better guess than one the model makes up (docs/benchmarks.md)."""
+    """A rest of line copied from another line that starts the same way that should be the answer instead of the
+    model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or an argument list
+    is a better guess than one the model makes up (docs/benchmarks.md)."""
     if options.copy_prior is None:
         return None
     found = line_copies(request.text, request.offset, others)

@@ -148,6 +148,9 @@ def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floo
         assert out is not None and out.text == tok.decode(answer[:kept])
 
 
+_COPYING = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None)  # what _copying_engine's tests share
+
+
 def _copying_engine(beliefs, **knobs):
     """An engine whose model drafts `Handler(x)` far below a copy of `logger = logging.getLogger(__name__)` and
     gives the tokens it judges the log-probabilities `beliefs(tokenizer, tokens)`; and its tokenizer."""
@@ -164,8 +167,7 @@ def _copying_engine(beliefs, **knobs):
         def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             return twice(beliefs(tok, tokens))
 
-    base = dict(steps=2, draft="ar", token_healing=False, symbol_prior=None)
-    return CompletionEngine(Drafter(net), tok, options(**(base | knobs))), tok
+    return CompletionEngine(Drafter(net), tok, options(**(_COPYING | knobs))), tok
 
 
 @pytest.mark.parametrize("places, expected", [(1, None), (2, "Logger(__name__)")])
@@ -203,6 +205,5 @@ def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
     assert tok.encode("Logger(__name__)")[: len(head)] == head  # (the premise: the copy's tokens start so)
     assert out is not None and out.text == expected and out.source == "copy"
     assert judged == (["Logger(__name__)"] if floor else [])
-    eng.options = options(min_confidence=0.0, steps=2, draft="ar", token_healing=False, symbol_prior=None, **floors)
-    # (nothing is cut: copies stay whole too)
+    eng.options = options(min_confidence=0.0, **_COPYING, **floors)  # nothing is cut: copies stay whole too
     assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Logger(__name__)"
