@@ -107,6 +107,15 @@ def _bench_lsp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_typing(args: argparse.Namespace) -> int:
+    import json
+
+    from .typing import run
+
+    run(args.root, n=args.n, seed=args.seed, lines=args.lines, settings=json.loads(args.settings), dump=args.dump)
+    return 0
+
+
 def _bench_startup(args: argparse.Namespace) -> int:
     import json
 
@@ -231,6 +240,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--big", type=float, default=0.0, metavar="MB", help="--typing in documents this many MB long (e.g. 3)"
     )
     bl.set_defaults(func=_bench_lsp)
+    bt = bench.add_parser("typing", help="a user types real lines with ghost text: keystrokes saved, wrong shown")
+    bt.add_argument("--root", required=True, action="append", help="folder of real source files; repeat for several")
+    bt.add_argument("--n", type=int, default=30, help="cases (one per file)")
+    bt.add_argument("--lines", type=int, default=3, help="consecutive lines deleted and typed back per case")
+    bt.add_argument("--seed", type=int, default=0)
+    bt.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bt.add_argument("--dump", default=None, help="one JSON line per case with the suggestions shown")
+    bt.set_defaults(func=_bench_typing)
     bu = bench.add_parser("startup", help="launches of `diffill serve`: to the initialize answer and to ready")
     bu.add_argument("--root", default=".", help="the workspace folder the editor opens")
     bu.add_argument("--runs", type=int, default=5)
