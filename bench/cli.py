@@ -116,6 +116,15 @@ def _bench_typing(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_names(args: argparse.Namespace) -> int:
+    import json
+
+    from .names import run
+
+    run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings))
+    return 0
+
+
 def _bench_startup(args: argparse.Namespace) -> int:
     import json
 
@@ -248,6 +257,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     bt.add_argument("--settings", default="{}", help="initializationOptions as JSON")
     bt.add_argument("--dump", default=None, help="one JSON line per case with the suggestions shown")
     bt.set_defaults(func=_bench_typing)
+    bn = bench.add_parser("names", help="workspace names completed whole in a new file (star, module, from imports)")
+    bn.add_argument("--root", required=True, help="a Python project folder: the workspace, and where the names are")
+    bn.add_argument("--n", type=int, default=10, help="names (one per module)")
+    bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bn.set_defaults(func=_bench_names)
     bu = bench.add_parser("startup", help="launches of `diffill serve`: to the initialize answer and to ready")
     bu.add_argument("--root", default=".", help="the workspace folder the editor opens")
     bu.add_argument("--runs", type=int, default=5)

@@ -342,9 +342,14 @@ async def _run(
     try:
         for case in cases:
             await daemon.open(case, case.before + case.indent + case.after)
-            shown = await type_case(case, daemon.suggester(tallies["diffill"]), tallies["diffill"])
+            ours = tallies["diffill"]
+            used, without = ours.keystrokes, ours.keystrokes_without
+            shown = await type_case(case, daemon.suggester(ours), ours)
             daemon.close()
-            dumped.append(asdict(case) | {"before": case.before[-300:], "after": case.after[:300], "shown": shown})
+            keys = {"keystrokes": ours.keystrokes - used, "keystrokes_without": ours.keystrokes_without - without}
+            dumped.append(
+                asdict(case) | {"before": case.before[-300:], "after": case.after[:300], "shown": shown} | keys
+            )
     finally:
         await daemon.stop()
     result = {name: tally.summary() for name, tally in tallies.items()}

@@ -37,7 +37,7 @@ from .prompted import PromptedModel
 from .request import Request, build_request, prompt_ids
 from .signatures import SignatureChange
 from .sources import copies, draft
-from .sources.names import known_names
+from .sources.names import KnownNames, known_names, whole_name
 from .trace import Trace
 from .vocabulary import Vocabulary
 
@@ -116,17 +116,26 @@ class CompletionEngine:
                     self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline, cancel=cancel
                 )
                 answer_from, answer_passes = time.perf_counter(), self.model.net.passes
-                ids, source, places = self._answer(asked, request, others, path, cancel, o, trace)
+                with trace.stage("names"):
+                    names = self._known_names(request, path, o)
+                ids, source, places = self._answer(asked, request, others, names, cancel, o, trace)
                 answer_ms = (time.perf_counter() - answer_from) * 1e3
                 self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
                 with trace.stage("cut"):
                     floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
                     joint = ranking.answer_floor(source, o.rank, o.copies, request.prose, places)
                     cut = ranking.cut_at_doubt(asked, ids, request.healed, floor, request.judged_among, joint)
+                    cut = whole_name(asked, ids, cut, names)
         finally:
             trace.passes += self.model.net.passes - passes
         with trace.stage("filters"):
             return self._filtered(doc, request, ids, cut, source)
+
+    def _known_names(self, request: Request, path: str | None, o: EngineOptions) -> KnownNames | None:
+        """The names the project knows that extend the word being typed, for answers the encoder drafts on a line."""
+        if not (o.drafts.ar and request.line):
+            return None
+        return known_names(request.text, request.offset, request.healed, self.workspace, path, o.names.symbol_prior)
 
     def _speculator(self, o: EngineOptions) -> Speculator | None:
         """The draft/verify loop for greedy drafts, when the options ask for it."""
@@ -152,7 +161,7 @@ class CompletionEngine:
         asked: PromptedModel,
         request: Request,
         others: list[str],
-        path: str | None,
+        names: KnownNames | None,
         cancel: Callable[[], bool] | None,
         o: EngineOptions,
         trace: Trace,
@@ -171,11 +180,6 @@ class CompletionEngine:
                 copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
             if copied:
                 return copied.ids, "next line", copied.places
-            names = None
-            if request.line:
-                with trace.stage("names"):
-                    prior = o.names.symbol_prior
-                    names = known_names(request.text, request.offset, request.healed, self.workspace, path, prior)
             with trace.stage("draft"):
                 drafted = draft.draft(asked, request, canvas, beam, names)
             if request.line:

@@ -72,9 +72,10 @@ def build_request(
     """The request at `offset` (within the text) with the cross-file `context` blocks in its prompt."""
     span = select_span(doc, offset)
     suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
-    heal = options.token_healing and span.kind == "line"
+    line_head = doc.text[doc.text.rfind("\n", 0, offset) + 1 : offset]
+    heal = options.token_healing and (span.kind == "line" or not line_head.strip())  # mid-line, or a fresh line
     prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
-    first = healing(healed, vocabulary)
+    first = healing(healed, vocabulary, indentation=not line_head.strip())
     first_ids = first([]) if first is not None else None
     among = typed_word(healed, vocabulary)
     prose = in_prose(doc, offset)
@@ -93,15 +94,21 @@ def prompt_ids(
     """(FIM prompt ids, healed text). With `heal`, the prefix's last token is taken back when it is a piece of the
     current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle; `return ` ends in a space,
     which the model writes as the start of the next word): the answer must then start with that text (see
-    `healing`), so the model writes the whole natural token."""
+    `healing`), so the model writes the whole natural token. On a fresh line (nothing typed but indentation) the
+    indentation is taken back: the model learnt whole lines as middles that start at the line start, with their
+    indentation merged into their first word (`       ` + ` if`)."""
     tokenizer = vocabulary.tokenizer
     prefix = _prefix_window(text, offset, options.max_prompt_tokens * CHARS_PER_TOKEN)
     suffix = text[suffix_start : suffix_start + options.max_suffix_tokens * CHARS_PER_TOKEN]
     suffix_ids = _suffix_ids(suffix, vocabulary, options.max_suffix_tokens)
     blocks = [tokenizer.encode(b) for b in context]
-    prefix_ids = tokenizer.encode(prefix)
     healed = ""
-    if heal and len(prefix_ids) > 1:
+    line_head = prefix[prefix.rfind("\n") + 1 :]
+    fresh = heal and not line_head.strip()
+    if fresh:  # a line with nothing typed but its indentation: the prompt ends at the line start, as in training
+        prefix, healed = prefix[: len(prefix) - len(line_head)], line_head
+    prefix_ids = tokenizer.encode(prefix)
+    if heal and not fresh and len(prefix_ids) > 1:
         last = tokenizer.decode(prefix_ids[-1:])
         typed_before = prefix[: len(prefix) - len(last)].rsplit("\n", 1)[-1].strip()
         # a trailing space after code is taken back too (`return |`); a line's indentation is not
@@ -118,16 +125,17 @@ def prompt_ids(
     return prompt, healed
 
 
-def healing(healed: str, vocabulary: Vocabulary) -> Constraint | None:
+def healing(healed: str, vocabulary: Vocabulary, indentation: bool = False) -> Constraint | None:
     """The draft constraint of token healing: the ids a draft's next token may take until its text covers
     `healed` (None after: any), so that a word taken back in pieces is written again in whichever tokens the
-    model likes."""
+    model likes. A fresh line's `indentation` taken back is written again as it was, no deeper."""
     if not healed:
         return None
+    ids = vocabulary.indenting if indentation else vocabulary.consistent_with
 
     def allowed(tokens: list[int]) -> list[int] | None:
         rest = _left_to_write(healed, tokens, vocabulary)
-        return vocabulary.consistent_with(rest) if rest else None
+        return ids(rest) if rest else None
 
     return allowed
 

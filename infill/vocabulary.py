@@ -58,6 +58,14 @@ class Vocabulary:
         (non-empty) start of it."""
         return self._cached("\0" + rest, lambda t: bool(t) and (t.startswith(rest) or rest.startswith(t)))
 
+    def indenting(self, rest: str) -> list[int]:
+        """Ids that may start a line of code indented by `rest` (whitespace): a start of it, or all of it and then
+        the code (not deeper indentation)."""
+        n = len(rest)
+        return self._cached(
+            "\1" + rest, lambda t: bool(t) and (rest.startswith(t) or (t.startswith(rest) and not t[n].isspace()))
+        )
+
     def _cached(self, key: str, keep: Callable[[str], bool]) -> list[int]:
         """The ids whose text `keep` accepts, cached under `key`."""
         if key not in self._ids:

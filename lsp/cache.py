@@ -1,4 +1,9 @@
-"""Typed-ahead cache: when the user types the characters that were suggested, serve the rest with no model call."""
+"""The suggestion last shown in each document, and what typing along it means.
+
+A completion popup keeps its item while the user types the word it completes: there the rest of the suggestion is
+served with no model call. Ghost text is accepted with one key, so a user who types its next character instead
+has declined it: the rest is not shown again (see Session.complete).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ class TypedAheadCache:
         self._by_uri[uri] = Suggestion(text[:offset], text[offset:], suggestion, replace_end - offset)
 
     def lookup(self, uri: str, text: str, offset: int) -> tuple[str, int] | None:
-        """(rest of the suggestion, end offset it replaces) if the edit since is exactly typing a prefix of it."""
+        """(rest of the suggestion, end offset it replaces) if the edit since is exactly typing a prefix of it: the
+        user typed along it."""
         s = self._by_uri.get(uri)
         if s is None or offset < len(s.before) or not text.startswith(s.before):
             return None
@@ -33,6 +39,12 @@ class TypedAheadCache:
         if text[offset:] != s.after:
             return None
         return s.text[len(typed) :], offset + s.replaced
+
+    def repeats_declined(self, uri: str, text: str, offset: int, start: int, suggestion: str) -> bool:
+        """Whether `suggestion` (an edit from `start`) would show again the rest of the ghost text the user typed
+        along to `offset` instead of accepting it."""
+        typed_along = self.lookup(uri, text, offset)
+        return typed_along is not None and start == offset and suggestion.startswith(typed_along[0])
 
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)

@@ -139,7 +139,7 @@ async def on_inline_completion(
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))
 async def on_completion(ls: DiffillServer, params: types.CompletionParams) -> types.CompletionList:
     at = params.position
-    found = await ls.session.complete(params.text_document.uri, at.line, at.character, ls.encoding)
+    found = await ls.session.complete(params.text_document.uri, at.line, at.character, ls.encoding, ghost=False)
     if found is None:
         return types.CompletionList(is_incomplete=True, items=[])
     state, c = found

@@ -57,6 +57,7 @@ class Session:
             "requests": 0,
             "model_calls": 0,
             "cache_hits": 0,
+            "declined": 0,  # answers not shown: they repeated the rest of ghost text the user typed along
             "cancelled": 0,
             "stale": 0,
             "errors": 0,
@@ -199,8 +200,13 @@ class Session:
             waited += poll_s
         return self.engine is not None
 
-    async def complete(self, uri: str, line: int, character: int, encoding: str) -> tuple[DocState, Completion] | None:
-        """The completion at (line, character) in `uri`, or None (disabled, unknown document, stale, no answer)."""
+    async def complete(
+        self, uri: str, line: int, character: int, encoding: str, ghost: bool = True
+    ) -> tuple[DocState, Completion] | None:
+        """The completion at (line, character) in `uri`, or None (disabled, unknown document, stale, no answer).
+        `ghost`: the answer is shown as ghost text (inline completion), which the user accepts with one key; one
+        they typed along instead is declined, and an answer that would show its rest again is not given (a popup's
+        item is served on from the cache while the user types the word it completes)."""
         self.stats["requests"] += 1
         state = self.docs.get(uri)
         if state is None:
@@ -220,7 +226,7 @@ class Session:
         offset = state.doc.offset_at(line, character, encoding)
         text = state.doc.text
         hit = self.cache.lookup(uri, text, offset)
-        if hit is not None:
+        if hit is not None and not ghost:
             self.stats["cache_hits"] += 1
             rest, end = hit
             return state, Completion(start=offset, end=end, text=rest, kind="cached")
@@ -270,6 +276,9 @@ class Session:
             return None
         self.last_latency_ms = state.last_latency_ms = (time.perf_counter() - started) * 1e3
         if result is None:
+            return None
+        if ghost and self.cache.repeats_declined(uri, text, offset, result.start, result.text):
+            self.stats["declined"] += 1  # the rest of a suggestion typed along: kept, so typing on still declines it
             return None
         if result.source != "model":
             self.stats["copied"] += 1

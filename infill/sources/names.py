@@ -3,6 +3,7 @@ than a word a small model makes up, and the model still rules out names that do 
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -82,3 +83,26 @@ def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) ->
     if ranking.trails(scores[top], known.prior, scores[0]):
         return None
     return encoded[top]
+
+
+def whole_name(
+    asked: PromptedModel, ids: list[int], cut: list[int] | None, known: KnownNames | None
+) -> list[int] | None:
+    """`cut` (the answer cut at the model's doubt: infill.ranking), or a longer start of `ids` when the cut falls
+    inside the word being typed and the answer's word is a name the project knows: the cut then ends where the
+    known names that go on as the answer does stop agreeing (the whole name when only it does). The model doubts a
+    name it never saw spelled (`convert_psi_|to_kilopascal`); the definition is the evidence (bench names)."""
+    if cut is None or known is None:
+        return cut
+    text, shown = asked.decode(ids), asked.decode(cut)
+    if not text.startswith(known.healed):
+        return cut
+    own = known.typed + WORD_HEAD.match(text, len(known.healed)).group(0)
+    written = known.typed + shown[len(known.healed) :]  # (the cut may end inside the typed word's tokens)
+    if own not in known.names or not own.startswith(written) or own == written:
+        return cut
+    agreeing = [name for name in known.names if name.startswith(written)]
+    end = len(os.path.commonprefix(agreeing)) - len(known.typed)
+    if end <= len(written) - len(known.typed):
+        return cut
+    return asked.encode(text[: len(known.healed) + end])

@@ -40,15 +40,23 @@ def test_a_rest_of_line_request_heals_and_its_suffix_starts_at_the_line_end(engi
     assert request.unhealed(request.healed + "s, b)") == "s, b)" and request.unhealed("other") == ""
 
 
-def test_a_block_request_keeps_its_prompt_whole_and_heals_nothing(engine):
+def test_a_block_request_keeps_its_suffix_whole_and_writes_its_indentation_again(engine):
+    """A block body on a fresh line: the prompt's suffix starts at the cursor, and the indentation typed so far is
+    taken back (the prompt ends at the line start, as the model's training middles began), to be written again
+    exactly: no deeper, since the cursor's line is where the code goes."""
+    vocab = engine.vocabulary
     text = "def f(x):\n    \n"
-    request = build_request(SyntaxDocument(text, "python"), text.index("    \n") + 4, [], engine.vocabulary, PROMPT)
-    assert not request.line and request.suffix_start == request.offset
-    assert (request.healed, request.first, request.first_ids, request.known_tail) == ("", None, None, "")
+    request = build_request(SyntaxDocument(text, "python"), text.index("    \n") + 4, [], vocab, PROMPT)
+    assert not request.line and request.suffix_start == request.offset and request.known_tail == ""
+    assert request.healed == "    "
+    assert engine.tokenizer.decode(request.prompt).endswith("def f(x):\n")
+    assert request.first_ids == vocab.indenting("    ")
     unhealed = build_request(
-        SyntaxDocument("x = call(arg", "python"), 12, [], engine.vocabulary, PromptOptions(token_healing=False)
+        SyntaxDocument("x = call(arg", "python"), 12, [], vocab, PromptOptions(token_healing=False)
     )
     assert unhealed.line and unhealed.healed == "" and unhealed.first is None
+    at_column_0 = build_request(SyntaxDocument("x = 1\n\n", "python"), 6, [], vocab, PROMPT)
+    assert at_column_0.healed == "" and at_column_0.first is None  # nothing typed on the line: nothing to heal
 
 
 def test_context_blocks_go_into_the_prompt(engine):
@@ -140,14 +148,17 @@ def test_the_vocabulary_names_the_tokens_that_go_on_as_a_token_does(engine):
         assert token in vocab.extensions(token)
 
 
-def test_token_healing_takes_back_a_trailing_space_but_not_an_indentation(engine):
+def test_token_healing_takes_back_a_trailing_space_and_a_fresh_lines_indentation(engine):
     """`return |`: the space is a token the model rarely saw end a prefix (it writes ` x`, space first), so it is
-    taken back and the answer must start with it; a line's indentation (a token with its newline) stays."""
+    taken back and the answer must start with it. On a fresh line the indentation is taken back whole: the prompt
+    then ends with the newline, the line's start, where the model learnt whole lines begin."""
     vocab = engine.vocabulary
     text = "def f(x):\n    return "
     assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == " "
     text = "def f(x):\n    "
-    assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)[1] == ""
+    prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
+    assert healed == "    " and engine.tokenizer.decode(prompt).endswith("def f(x):\n")
+    assert prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=False)[1] == ""
 
 
 @pytest.mark.parametrize(

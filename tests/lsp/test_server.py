@@ -139,23 +139,58 @@ async def test_completion_fallback_carries_text_edit(client: LanguageClient):
     assert res.items[0].filter_text.startswith(word) and res.items[0].kind != types.CompletionItemKind.Snippet
 
 
-@pytest.mark.asyncio(loop_scope="module")
-async def test_typed_ahead_is_served_from_cache(client: LanguageClient):
-    uri, text, item = await first_suggestion(client, min_len=2)
-    before = await get_status(client)
-    typed = item.insert_text[0]
-    pos = end_position(text)
+def close_doc(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+
+
+def type_text(client: LanguageClient, uri: str, at: types.Position, typed: str, version: int) -> None:
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(pos, pos), text=typed)],
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(at, at), text=typed)],
         )
     )
-    res = await inline(client, uri, end_position(text + typed))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_popup_item_typed_along_is_served_from_cache(client: LanguageClient):
+    uri, text, _ = await first_suggestion(client, min_len=2)
+    pos = end_position(text)
+    params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri), position=pos)
+    item = (await client.text_document_completion_async(params)).items[0]
+    new_text = item.text_edit.new_text
+    word = new_text[: pos.character - item.text_edit.range.start.character]  # the item starts at the typed word
+    before = await get_status(client)
+    type_text(client, uri, pos, new_text[len(word)], 2)
+    res = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri), position=end_position(text + new_text[len(word)])
+        )
+    )
     after = await get_status(client)
-    assert res.items[0].insert_text == item.insert_text[1:]
+    close_doc(client, uri)  # its half-typed line would be copied into the next tests' documents
+    assert res.items[0].text_edit.new_text == new_text  # the same item, still starting at the word
     assert after["stats"]["cache_hits"] == before["stats"]["cache_hits"] + 1
     assert after["stats"]["model_calls"] == before["stats"]["model_calls"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_ghost_text_typed_along_is_declined(client: LanguageClient):
+    """Ghost text is accepted with one key: typing its next character instead declines it, so its rest is not
+    shown again (the model is asked afresh; an answer that repeats the rest is not given)."""
+    uri, text, item = await first_suggestion(client, min_len=3)
+    before = await get_status(client)
+    typed = ""
+    for k, ch in enumerate(item.insert_text[:2]):
+        type_text(client, uri, end_position(text + typed), ch, 2 + k)
+        typed += ch
+        res = await inline(client, uri, end_position(text + typed))
+        rest = item.insert_text[len(typed) :]
+        assert not any(i.insert_text.startswith(rest) for i in res.items), (typed, res.items)
+    after = await get_status(client)
+    close_doc(client, uri)
+    assert after["stats"]["cache_hits"] == before["stats"]["cache_hits"]
+    assert after["stats"]["model_calls"] == before["stats"]["model_calls"] + 2
 
 
 @pytest.mark.asyncio(loop_scope="module")

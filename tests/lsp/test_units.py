@@ -91,6 +91,20 @@ def test_typed_ahead_cache():
     assert c.lookup("u", "x = foo(a\ny", 9) is None
 
 
+def test_ghost_text_typed_along_is_declined_whole():
+    c = TypedAheadCache()
+    text = "x = foo(\ny"
+    c.remember("u", text, 8, "a, b)", 8)
+    typed = "x = foo(a\ny"
+    assert c.repeats_declined("u", typed, 9, 9, ", b)")  # the rest again
+    assert c.repeats_declined("u", typed, 9, 9, ", b) + 1")  # the rest and more
+    assert not c.repeats_declined("u", typed, 9, 9, ", c)")  # another answer
+    assert not c.repeats_declined("u", typed, 9, 9, ", ")  # a start of the rest: not what was declined
+    assert not c.repeats_declined("u", typed, 9, 8, "a, b)")  # an edit from elsewhere
+    assert not c.repeats_declined("u", "x = foo(z\ny", 9, 9, ", b)")  # typed something else: not along it
+    assert not c.repeats_declined("v", typed, 9, 9, ", b)")
+
+
 def test_typed_ahead_cache_with_replaced_tail():
     c = TypedAheadCache()
     c.remember("u", "print()\n", 6, '"hi")', 7)  # replaces the ")" after the cursor

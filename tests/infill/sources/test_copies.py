@@ -274,7 +274,7 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contes
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             if tok.encode("\n")[0] in stop_ids:
                 line_beams.append(k)
-            return [(tok.encode("pass\n"), -1.0)]
+            return [(tok.encode("    pass\n"), -1.0)]  # the line's indentation written again (token healing)
 
         def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-1.0 - own_lead for _ in continuations]

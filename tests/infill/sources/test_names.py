@@ -1,5 +1,7 @@
 """Known names: which names extend the word being typed, and when one replaces the draft's own word."""
 
+from pathlib import Path
+
 import pytest
 from engine_doubles import CODE, FakeModel, options
 from tiny import random_net, tiny_config
@@ -8,10 +10,11 @@ from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.options import NameOptions
 from diffill.infill.request import prompt_ids
-from diffill.infill.sources.names import KnownNames, known_names
+from diffill.infill.sources.names import KnownNames, known_names, whole_name
 from diffill.model.tokenizer import CodeTokenizer
 
 PRIOR = NameOptions().symbol_prior
+WEIGHTS = Path(__file__).resolve().parents[3] / "model" / "weights"
 
 
 def _names(text: str, offset: int, healed: str = "") -> KnownNames | None:
@@ -64,3 +67,42 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
     assert len(drafts) == (2 if own_lead < PRIOR else 1)
     if len(drafts) == 2:  # the second draft continued from the prompt plus the name's tokens
         assert tok.decode(drafts[1][len(drafts[0]) :]) == "ute_total"
+
+
+class _Texts:
+    """What whole_name asks of the prompted model: its tokenizer's encode and decode."""
+
+    def __init__(self, tok: CodeTokenizer):
+        self.encode, self.decode = tok.encode, tok.decode
+
+
+@pytest.mark.parametrize(
+    "answer, cut, names, shown",
+    [
+        # the model doubted a name it never saw spelled: the definition is the evidence, the name is shown whole
+        (" convert_psi_to_kilopascal(psi)", " convert_psi_to", ["convert_psi_to_kilopascal"], " convert_psi_to_kilopascal"),
+        # a cut inside the typed word's own tokens goes on too
+        (" convert_psi_to_kilopascal(psi)", " conv", ["convert_psi_to_kilopascal"], " convert_psi_to_kilopascal"),
+        # two known names go on as the answer does: as far as they agree
+        (" convert_psi_to_kilopascal(psi)", " convert_psi_", ["convert_psi_to_kilopascal", "convert_psi_to_bar"], " convert_psi_to_"),
+        # ... and not at all when the cut already reaches that far
+        (" convert_psi_to_kilopascal(psi)", " convert_psi_to_", ["convert_psi_to_kilopascal", "convert_psi_to_bar"], " convert_psi_to_"),
+        # the answer's word is no known name: the cut stands
+        (" convert_psi_to_pascal(psi)", " convert_psi_", ["convert_psi_to_kilopascal"], " convert_psi_"),
+        # a cut past the word is left alone
+        (" convert_psi_to_kilopascal(psi)", " convert_psi_to_kilopascal(", ["convert_psi_to_kilopascal"], " convert_psi_to_kilopascal("),
+    ],
+)  # fmt: skip
+def test_a_cut_inside_a_known_name_goes_on_to_its_end(answer, cut, names, shown):
+    tok = CodeTokenizer.from_file(WEIGHTS / "tokenizer.json")
+    known = KnownNames(" convert_psi_", "convert_psi_", names, PRIOR)
+    out = whole_name(_Texts(tok), tok.encode(answer), tok.encode(cut), known)
+    assert tok.decode(out) == shown
+
+
+def test_no_cut_or_no_known_names_leave_the_answer_as_it_is():
+    tok = CodeTokenizer.from_file(WEIGHTS / "tokenizer.json")
+    ids, cut = tok.encode(" convert_psi_to_kilopascal"), tok.encode(" convert_psi_")
+    known = KnownNames(" convert_psi_", "convert_psi_", ["convert_psi_to_kilopascal"], PRIOR)
+    assert whole_name(_Texts(tok), ids, None, known) is None  # the model believed it all
+    assert whole_name(_Texts(tok), ids, cut, None) == cut
