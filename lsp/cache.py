@@ -2,7 +2,7 @@
 
 A completion popup keeps its item while the user types the word it completes: there the rest of the suggestion is
 served with no model call. Ghost text is accepted with one key, so a user who types its next character instead
-has declined it: the rest is not shown again (see Session.complete).
+has declined it (infill.declined: its rest is not shown again).
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ class TypedAheadCache:
             return None
         return s.text[len(typed) :], offset + s.replaced
 
-    def repeats_declined(self, uri: str, text: str, offset: int, start: int, suggestion: str) -> bool:
-        """Whether `suggestion` (an edit from `start`) would show again the rest of the ghost text the user typed
-        along to `offset` instead of accepting it."""
+    def declined(self, uri: str, text: str, offset: int) -> str | None:
+        """The rest of the ghost text the user typed along to `offset` instead of accepting it, or None."""
         typed_along = self.lookup(uri, text, offset)
-        return typed_along is not None and start == offset and suggestion.startswith(typed_along[0])
+        return typed_along[0] if typed_along is not None else None
 
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)

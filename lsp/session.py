@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 from diffill.infill.around.recent_edits import RecentEdits
 from diffill.infill.around.workspace import WorkspaceIndex
 from diffill.infill.completion import Completion
+from diffill.infill.declined import after_declined
 from diffill.infill.trace import Trace
 from diffill.model.cancel import Cancelled
 
@@ -57,7 +58,7 @@ class Session:
             "requests": 0,
             "model_calls": 0,
             "cache_hits": 0,
-            "declined": 0,  # answers not shown: they repeated the rest of ghost text the user typed along
+            "declined": 0,  # answers cut or not shown: they repeated the rest of ghost text the user typed along
             "cancelled": 0,
             "stale": 0,
             "errors": 0,
@@ -277,9 +278,13 @@ class Session:
         self.last_latency_ms = state.last_latency_ms = (time.perf_counter() - started) * 1e3
         if result is None:
             return None
-        if ghost and self.cache.repeats_declined(uri, text, offset, result.start, result.text):
-            self.stats["declined"] += 1  # the rest of a suggestion typed along: kept, so typing on still declines it
-            return None
+        declined = self.cache.declined(uri, text, offset) if ghost else None
+        if declined is not None:
+            shown = after_declined(result, offset, declined, text)
+            self.stats["declined"] += shown is not result
+            if shown is None:  # the suggestion typed along stays in the cache: typing on along it declines it still
+                return None
+            result = shown
         if result.source != "model":
             self.stats["copied"] += 1
         self.cache.remember(uri, text, offset, result.text, result.end)
