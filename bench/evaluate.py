@@ -421,7 +421,8 @@ def _python_sources(root: str, seed: int, max_chars: int = 0):
 def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, str, str]]:
     """(path, document, cursor, old, new, expected) rename pairs from real code: a local name assigned in a
     function and used again within the next lines is renamed where it is assigned; the expected edit renames
-    its later uses too."""
+    its later uses too: the name where the code reads it, not the same word in a string or a comment, nor a
+    keyword argument's name (`get("dataset")`, `f(dataset=dataset)` -> `f(dataset=new_dataset)`)."""
     import re
 
     assign = re.compile(r"^(\s+)([a-z_][a-z0-9_]{2,})\s*=[^=]", re.M)
@@ -429,24 +430,30 @@ def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, s
     for path, text in _python_sources(root, seed):
         if len(cases) >= n:
             break
+        parsed = None
         for m in assign.finditer(text):
             old = m.group(2)
             start = m.start(2)
             after = text[m.end(2) :]
             window = "\n".join(_in_function(text[: m.start(2)], after.split("\n"))[:20])
-            uses = re.findall(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_])", window)
+            word = re.compile(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_])")
+            parsed = parsed or SyntaxDocument(text, "python")
+            uses = [
+                u
+                for u in word.finditer(text, m.end(2), m.end(2) + len(window))
+                if edits.is_variable(parsed, u.start(), u.end())
+            ]
             if not 1 <= len(uses) <= 4:
                 continue
             new = "new_" + old
+            shift = len(new) - len(old)
             doc = text[:start] + new + text[m.end(2) :]
             cursor = start + len(new)
-            region_end = cursor + len(window)
-            expected = (
-                doc[:cursor]
-                + re.sub(rf"(?<![A-Za-z0-9_.]){re.escape(old)}(?![A-Za-z0-9_])", new, doc[cursor:region_end])
-                + doc[region_end:]
-            )
-            cases.append((str(path), doc, cursor, old, new, expected))
+            pieces, at = [doc[:cursor]], cursor
+            for u in uses:
+                pieces += [doc[at : u.start() + shift], new]
+                at = u.end() + shift
+            cases.append((str(path), doc, cursor, old, new, "".join(pieces) + doc[at:]))
             break
     return cases
 

@@ -158,6 +158,16 @@ def is_name(doc: SyntaxDocument, start: int, end: int) -> bool:
     return node is not None and "identifier" in node.type and (node.start_byte, node.end_byte) == (lo, hi)
 
 
+def is_variable(doc: SyntaxDocument, start: int, end: int) -> bool:
+    """Whether doc.text[start:end] is a name in the code that a local variable's rename renames: not a keyword
+    argument's name (`f(dataset=dataset)` renames only the value)."""
+    if not is_name(doc, start, end):
+        return False
+    node = doc.tree.root_node.descendant_for_byte_range(doc.byte_offset(start), doc.byte_offset(end))
+    parent = node.parent
+    return not (parent is not None and parent.type == "keyword_argument" and parent.child_by_field_name("name") == node)
+
+
 def names_only(doc: SyntaxDocument, region: EditRegion, renamed: tuple[int, int], old: str) -> EditRegion | None:
     """The region cut down to the old name's uses as a name in the code, or None when there are none or the
     new word (`renamed`: its span) is no new name: a word typed in a docstring, or a keyword lengthened (`in` ->
@@ -167,7 +177,7 @@ def names_only(doc: SyntaxDocument, region: EditRegion, renamed: tuple[int, int]
     new = text[renamed[0] : renamed[1]]
     if not is_name(doc, *renamed) or (doc.language == "python" and keyword.iskeyword(new)):
         return None
-    named = _to_last_line(text, region.start, [(lo, hi) for lo, hi in region.occurrences if is_name(doc, lo, hi)])
+    named = _to_last_line(text, region.start, [(lo, hi) for lo, hi in region.occurrences if is_variable(doc, lo, hi)])
     if named is None:
         return None
     longer = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(new)}[A-Za-z0-9_]+")  # searched last: the whole document

@@ -239,7 +239,8 @@ class CompletionEngine:
         The region below the cursor goes on the canvas twice, each occurrence of the old name noised: once to
         be filled with the new name, once with the old one. One decoder pass per candidate scores every slot, and
         each occurrence takes the name the model believes more (denoising restricted to the two candidates: a
-        small model cannot spell a new identifier on its own, but it can tell which one the code needs)."""
+        small model cannot spell a new identifier on its own, but it can tell which one the code needs). A region
+        longer than `max_canvas` tokens renames every use in the code (names only: not strings or comments)."""
         o = self.options
         old, new = rename
         text = doc.text
@@ -250,17 +251,18 @@ class CompletionEngine:
         encode = self.tokenizer.encode
         ids_new, _, slots_new = edits.canvas_layout(text, region, encode(new), encode)
         ids_old, _, slots_old = edits.canvas_layout(text, region, encode(old), encode)
-        if max(len(ids_new), len(ids_old)) + 1 > max_canvas:
-            return None
-        prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt)
-        with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
-            if cancel is not None and cancel():
-                raise Cancelled()
-            seed = o.drafts.seed
-            score_new = self.model.slot_logprobs(prompt, ids_new + [EOS], slots_new, cache, seed)
-            score_old = self.model.slot_logprobs(prompt, ids_old + [EOS], slots_old, cache, seed)
-        prior = o.names.rename_prior
-        fills = [new if n + prior >= was else old for n, was in zip(score_new, score_old, strict=True)]
+        if max(len(ids_new), len(ids_old)) + 1 > max_canvas:  # too long to judge on one canvas: every use renamed
+            fills = [new] * len(region.occurrences)
+        else:
+            prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt)
+            with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
+                if cancel is not None and cancel():
+                    raise Cancelled()
+                seed = o.drafts.seed
+                score_new = self.model.slot_logprobs(prompt, ids_new + [EOS], slots_new, cache, seed)
+                score_old = self.model.slot_logprobs(prompt, ids_old + [EOS], slots_old, cache, seed)
+            prior = o.names.rename_prior
+            fills = [new if n + prior >= was else old for n, was in zip(score_new, score_old, strict=True)]
         if new not in fills:
             return None
         replacement = edits.apply_fill(text, region, fills)

@@ -1,5 +1,7 @@
 """Inline edits: rename tracking, the region to rewrite, the canvas layout, and the engine's edit path."""
 
+import re
+
 import pytest
 
 from diffill.infill.document import SyntaxDocument
@@ -157,6 +159,20 @@ def test_engine_edit_takes_the_name_the_model_believes_in_each_slot(prefer, expe
         assert edited == expected(SRC)
 
 
+def test_a_region_too_long_for_one_canvas_renames_every_use_in_the_code():
+    """Past `max_canvas` tokens the model cannot judge the slots: every use of the old name in the code is
+    renamed (not the word in a string), as a rename-all would, rather than no edit at all."""
+    src = SRC.replace("return count", 'return count  # "count"')
+    text = src.replace("count = 0", "total = 0")
+    cursor = text.index("total") + 5
+    scored = []
+    eng = _engine_with_scores(lambda name, k: scored.append(name) or (0.0 if name == "count" else -9.0))
+    result = eng.edit(SyntaxDocument(text, "python"), cursor, ("count", "total"), key="k", max_canvas=8)
+    edited = text[: result.start] + result.text + text[result.end :]
+    assert scored == []  # no model pass
+    assert edited == src.replace("count", "total").replace('# "total"', '# "count"')
+
+
 def test_slot_logprobs_score_candidates_with_one_pass():
     import torch
     from tiny import random_model, tiny_config
@@ -253,3 +269,12 @@ def test_engine_edit_leaves_prose_alone_whatever_the_model_says():
     cursor = text.index("tok") + 3
     eng = _engine_with_scores(lambda name, k: 0.0 if name == "tok" else -9.0)
     assert eng.edit(SyntaxDocument(text, "python"), cursor, ("to", "tok"), key="k") is None
+
+
+def test_a_rename_reads_names_not_keyword_argument_names_or_strings():
+    from diffill.infill.edits import is_variable
+
+    text = 'def f(count):\n    g(count=count, label="count")\n    return count\n'
+    doc = SyntaxDocument(text, "python")
+    spans = [(m.start(), m.end()) for m in re.finditer("count", text)]
+    assert [is_variable(doc, a, b) for a, b in spans] == [True, False, True, False, True]
