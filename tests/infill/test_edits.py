@@ -253,3 +253,13 @@ def test_engine_edit_leaves_prose_alone_whatever_the_model_says():
     cursor = text.index("tok") + 3
     eng = _engine_with_scores(lambda name, k: 0.0 if name == "tok" else -9.0)
     assert eng.edit(SyntaxDocument(text, "python"), cursor, ("to", "tok"), key="k") is None
+
+
+def test_a_run_of_word_characters_too_long_for_a_name_is_no_word():
+    """A base64 blob or a minified identifier run is no name being renamed, and each keystroke must not walk it."""
+    from diffill.infill.edits import MAX_NAME_CHARS, _word_at
+
+    assert _word_at("x = some_name + 1", 6) == (4, 13)
+    assert _word_at("a" * MAX_NAME_CHARS, 10) == (0, MAX_NAME_CHARS)
+    blob = "data = '" + "QUJD" * 250_000 + "'"
+    assert _word_at(blob, len(blob) // 2) == (len(blob) // 2, len(blob) // 2)
