@@ -41,6 +41,8 @@ class RawClient:
         self.pid = self.proc.pid
         self._ids = itertools.count(1)
         self._responses: dict[Any, dict] = {}
+        self._arrivals: dict[Any, float] = {}  # when each of `_responses` was read (time.perf_counter)
+        self.answered_at = 0.0  # when the response `expect` returned last was read
         self._cond = threading.Condition()
         self.messages: list[dict] = []  # notifications and requests from the server
         self.arrived: list[float] = []  # when each of `messages` was read (time.perf_counter)
@@ -86,6 +88,7 @@ class RawClient:
                         self._reply(msg)
                 elif isinstance(msg.get("id"), (int, str)):
                     self._responses[msg["id"]] = msg  # kept until `expect` takes it, even if it is not asked yet
+                    self._arrivals[msg["id"]] = time.perf_counter()
                 else:
                     self.stray.append(msg)
                 self._cond.notify_all()
@@ -113,7 +116,8 @@ class RawClient:
         return msg_id
 
     def expect(self, msg_id: Any, timeout: float = 30.0) -> dict:
-        """The response to `msg_id`; raises TimeoutError if none comes (the failure fuzzing looks for)."""
+        """The response to `msg_id`; raises TimeoutError if none comes (the failure fuzzing looks for). When it was
+        read is then `answered_at`: a latency needs no other request to be waited for first."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while msg_id not in self._responses:
@@ -123,6 +127,7 @@ class RawClient:
                         f"no response to {msg_id!r} (server {'dead' if self.proc.poll() is not None else 'alive'})\n{self.stderr()}"
                     )
                 self._cond.wait(min(left, 0.2))
+            self.answered_at = self._arrivals.pop(msg_id)
             return self._responses.pop(msg_id)
 
     def request(self, method: str, params: Any = None, timeout: float = 30.0) -> dict:

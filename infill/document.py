@@ -195,8 +195,10 @@ class SyntaxDocument:
         old_end_byte = start_byte + (len(removed) if removed.isascii() else len(utf8(removed)))
         inserted = utf8(new_text)
         new_end_byte = start_byte + len(inserted)
-        self.text = self.text[:start] + new_text + self.text[end:]
-        self._data = old_data[:start_byte] + inserted + old_data[old_end_byte:]
+        # (joined, not added: `a + b + c` copies a large document twice, the join once; the bytes through views)
+        self.text = "".join((self.text[:start], new_text, self.text[end:]))
+        view = memoryview(old_data)
+        self._data = b"".join((view[:start_byte], inserted, view[old_end_byte:]))
         byte_delta = len(inserted) - (old_end_byte - start_byte)
         self._starts, self._byte_starts = _shifted_starts(
             starts, byte_starts, self.text, start, end, len(new_text), byte_delta
@@ -242,10 +244,14 @@ class SyntaxDocument:
         the end of its line clamps to the line end, and a position inside a character rounds down."""
         if line < 0:
             return 0
-        if line >= self.line_count:
+        starts = self.line_starts
+        if line >= len(starts):
             return len(self.text)
-        start = self.line_starts[line]
-        return start + _prefix_for_units(self.line_text(line), char, encoding)
+        start = starts[line]
+        end = starts[line + 1] if line + 1 < len(starts) else len(self.text)
+        # `char` units hold at most `char` characters: only those are read (not the whole of a long line)
+        head = self.text[start : min(end, start + max(0, char))].rstrip("\r\n")
+        return start + _prefix_for_units(head, char, encoding)
 
     def position_at(self, offset: int, encoding: str = "utf-16") -> tuple[int, int]:
         """LSP (line, character) of a string offset (clamped to the document); inside a CRLF maps to the line end."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_REGION_LINES = 20
+MAX_NAME_CHARS = 256  # an identifier being renamed is at most this long (see `_word_at`)
 # Node types whose body holds its own local names (any language): a rename inside one stops at its end, so a
 # same-named local of the next function is left alone.
 FUNCTION_SCOPES = frozenset(
@@ -41,14 +42,15 @@ FUNCTION_SCOPES = frozenset(
 
 
 def _word_at(text: str, pos: int) -> tuple[int, int]:
-    """Span of the identifier touching `pos` (start == end when there is none)."""
+    """Span of the identifier touching `pos` (start == end when there is none, nor for a run of word characters
+    longer than MAX_NAME_CHARS: a base64 blob is no name, and each keystroke must not walk it)."""
     start = pos
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+    while start > 0 and pos - start <= MAX_NAME_CHARS and (text[start - 1].isalnum() or text[start - 1] == "_"):
         start -= 1
     end = pos
-    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+    while end < len(text) and end - start <= MAX_NAME_CHARS and (text[end].isalnum() or text[end] == "_"):
         end += 1
-    if start < end and not (text[start].isalpha() or text[start] == "_"):
+    if end - start > MAX_NAME_CHARS or (start < end and not (text[start].isalpha() or text[start] == "_")):
         return pos, pos
     return start, end
 

@@ -16,7 +16,7 @@ from diffill.model.fim import build_prompt
 
 from .document import SyntaxDocument
 from .options import PromptOptions
-from .spans import Span, in_prose, select_span
+from .spans import Span, in_docstring, in_prose, select_span
 from .vocabulary import Vocabulary
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
@@ -42,6 +42,8 @@ class Request:
     # how sure the model is of a token that writes the healed text is judged among these ids (`typed_word`)
     judged_among: Constraint | None = None
     prose: bool = False  # the cursor writes a comment or a string (spans.in_prose)
+    # whether an offset of the text is inside a triple-quoted string, when a syntax tree can tell (spans.in_docstring)
+    in_docstring: Callable[[int], bool] | None = None
 
     @property
     def line(self) -> bool:
@@ -79,7 +81,8 @@ def build_request(
     first_ids = first([]) if first is not None else None
     among = typed_word(healed, vocabulary)
     prose = in_prose(doc, offset)
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among, prose)
+    docstring = (lambda at: in_docstring(doc, at)) if doc.tree is not None else None
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among, prose, docstring)
 
 
 def prompt_ids(

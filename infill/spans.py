@@ -13,7 +13,16 @@ from dataclasses import dataclass
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, default_indent
-from diffill.infill.text import detect_indent_unit, indent_width, is_blank, leading_ws, line_bounds
+from diffill.infill.text import (
+    LINE_REACH,
+    detect_indent_unit,
+    indent_width,
+    is_blank,
+    is_line_end,
+    is_line_start,
+    leading_ws,
+    line_window,
+)
 
 BLOCK_MAX_LINES = 12
 LINES_MAX_LINES = 3
@@ -47,13 +56,13 @@ def select_span(doc: SyntaxDocument, offset: int) -> Span:
     """The span for a completion requested at string offset `offset` of `doc`."""
     text = doc.text
     offset = max(0, min(offset, len(text)))
-    line_start, line_end = line_bounds(text, offset)
+    line_start, line_end = line_window(text, offset)  # (a long line: its window around the cursor)
     before, after = text[line_start:offset], text[offset:line_end]
     unit = detect_indent_unit(text, default_indent(doc.language))
 
     braces = _empty_braces(doc, offset)
     if braces is not None:
-        opener_indent = leading_ws(_line_at(text, braces))
+        opener_indent = leading_ws(_line_at(text, line_window(text, braces)[0]))
         body = _body_indent(opener_indent, before, None, unit)
         return Span(
             "block",
@@ -95,16 +104,17 @@ def _body_indent(opener_indent: str, before: str, next_line: str | None, unit: s
     return opener_indent + unit
 
 
-def _line_at(text: str, offset: int) -> str:
-    start, end = line_bounds(text, offset)
-    return text[start:end]
+def _line_at(text: str, start: int) -> str:
+    """The line starting at `start` (a line start, or a `line_window` cut), as far as its window reaches."""
+    return text[start : line_window(text, start)[1]]
 
 
 def _prev_nonblank_line(text: str, line_start: int) -> int | None:
-    """Start offset of the closest non-blank line above the line starting at `line_start`."""
+    """Start offset of the closest non-blank line above the line starting at `line_start`; None also past a line
+    cut by its window (`line_window`): what lies beyond is out of reach."""
     pos = line_start
-    while pos > 0:
-        start, end = line_bounds(text, pos - 1)
+    while pos > 0 and is_line_start(text, pos):
+        start, end = line_window(text, pos - 1)
         if not is_blank(text[start:end]):
             return start
         pos = start
@@ -112,11 +122,11 @@ def _prev_nonblank_line(text: str, line_start: int) -> int | None:
 
 
 def _next_nonblank_line(text: str, line_end: int) -> str | None:
-    """The closest non-blank line below the line ending at `line_end`."""
+    """The closest non-blank line below the line ending at `line_end` (None also past a cut, as above)."""
     pos = line_end
-    while pos < len(text):
+    while pos < len(text) and is_line_end(text, pos):
         pos += 2 if text.startswith("\r\n", pos) else 1
-        start, end = line_bounds(text, pos)
+        start, end = line_window(text, pos)
         if not is_blank(text[start:end]):
             return text[start:end]
         pos = end
@@ -131,6 +141,22 @@ def in_prose(doc: SyntaxDocument, offset: int) -> bool:
         return True
     node = doc.node_at(offset - 1) if offset > 0 and doc.text[offset - 1] not in "\r\n" else None
     return node is not None and "comment" in node.type and doc.text[max(0, offset - 2) : offset] != "*/"
+
+
+_TRIPLE_OPENER = re.compile(rb"[rbfuRBFU]{0,2}(?:\"\"\"|''')")
+
+
+def in_docstring(doc: SyntaxDocument, offset: int) -> bool:
+    """Whether `offset` is inside a triple-quoted string, from the syntax tree (False without one): the copies'
+    test for prose, which would otherwise count the triple quotes of the whole text before it."""
+    byte = doc.byte_offset(offset)
+    node = doc.node_at(offset)
+    while node is not None and node.type != "string":
+        node = node.parent
+    if node is None:
+        return False
+    opener = _TRIPLE_OPENER.match(doc.source, node.start_byte, node.start_byte + 5)
+    return opener is not None and opener.end() <= byte < node.end_byte
 
 
 def _in_comment_or_string(doc: SyntaxDocument, offset: int) -> bool:
@@ -200,8 +226,10 @@ def _empty_braces(doc: SyntaxDocument, offset: int) -> int | None:
     if doc.language in INDENT_BLOCK_LANGUAGES:
         return None
     text = doc.text
-    left = len(text[:offset].rstrip()) - 1
-    right = offset + (len(text[offset:]) - len(text[offset:].lstrip()))
+    lo = max(0, offset - LINE_REACH)  # (whitespace is looked through this far: not the whole text each way)
+    left = lo + len(text[lo:offset].rstrip()) - 1
+    ahead = text[offset : offset + LINE_REACH]
+    right = offset + len(ahead) - len(ahead.lstrip())
     if left < 0 or right >= len(text) or text[left] != "{" or text[right] != "}":
         return None
     if doc.tree is None:

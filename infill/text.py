@@ -41,11 +41,18 @@ def line_starts(text: str) -> list[int]:
     return [0] + [m.end() for m in EOL_RE.finditer(text)]
 
 
-def _line_start(text: str, upto: int) -> int:
-    """Where the line holding text[upto] starts: after the last "\\n" or "\\r" before `upto`. The "\\r" is looked
-    for only after that "\\n" (a file without one would be searched whole, at every keystroke)."""
-    nl = text.rfind("\n", 0, upto)
-    return max(nl, text.rfind("\r", nl + 1, upto)) + 1
+# The work at the cursor reads its line at most this many characters either side of it: a minified bundle's one
+# line of megabytes must not cost its length at every filter and copy search (see `line_window`).
+LINE_REACH = 4096
+
+
+def _line_start(text: str, upto: int, lo: int = 0) -> int:
+    """Where the line holding text[upto] starts: after the last "\\n" or "\\r" before `upto`, else `lo` (where the
+    search stops). The "\\r" is looked for only after that "\\n" (a file without one would be searched whole, at
+    every keystroke)."""
+    nl = text.rfind("\n", lo, upto)
+    eol = max(nl, text.rfind("\r", max(lo, nl + 1), upto))
+    return eol + 1 if eol >= 0 else lo
 
 
 def line_bounds(text: str, offset: int) -> tuple[int, int]:
@@ -53,13 +60,30 @@ def line_bounds(text: str, offset: int) -> tuple[int, int]:
 
     An offset between "\\r" and "\\n" of a CRLF belongs to the line the CRLF ends.
     """
+    return line_window(text, offset, len(text))
+
+
+def line_window(text: str, offset: int, reach: int = LINE_REACH) -> tuple[int, int]:
+    """`line_bounds` of `offset` cut to `reach` characters either side of it: what the work at the cursor reads of
+    its line, so that a line of megabytes costs no more than one of `reach` characters. Where the line runs on
+    past a cut, the cut stands for its start or end (`is_line_start` / `is_line_end` tell them apart)."""
     offset = max(0, min(offset, len(text)))
-    start = _line_start(text, offset)
+    start = _line_start(text, offset, max(0, offset - reach))
     if start > 0 and start == offset and text[start - 1] == "\r" and text.startswith("\n", offset):
         # Inside a CRLF: the line is the one before it.
-        return _line_start(text, offset - 1), offset - 1
-    m = EOL_RE.search(text, offset)
-    return start, (m.start() if m else len(text))
+        return _line_start(text, offset - 1, max(0, offset - 1 - reach)), offset - 1
+    m = EOL_RE.search(text, offset, offset + reach)
+    return start, (m.start() if m else min(len(text), offset + reach))
+
+
+def is_line_start(text: str, at: int) -> bool:
+    """Whether `at` starts a line (and is no cut of `line_window` inside a long one)."""
+    return at <= 0 or text[at - 1] in "\r\n"
+
+
+def is_line_end(text: str, at: int) -> bool:
+    """Whether `at` ends a line (and is no cut of `line_window` inside a long one)."""
+    return at >= len(text) or text[at] in "\r\n"
 
 
 def split_lines(text: str) -> list[str]:

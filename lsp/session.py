@@ -1,8 +1,10 @@
 """The state of one server, apart from the protocol: settings, documents, counters, the engine, the completion path.
 
 Completions run on one model worker thread; each document has at most one generation in flight, and an edit, a
-newer request or `$/cancelRequest` stops the older one between denoising steps. A request whose document changed
-meanwhile gets an empty answer.
+newer request or `$/cancelRequest` stops the older one between denoising steps (one still queued never starts). A
+request whose document changed meanwhile gets an empty answer. What a completion reads of its document is bounded
+(the cursor line's window, infill.text.line_window; the syntax guard's re-parse time), so one in a document of
+megabytes holds the thread no longer than one in a small file, and the other documents' answers wait little.
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ class Session:
             trace = Trace()
 
             def work() -> Completion | None:
+                if token():  # superseded while it queued for the model thread: the other documents' turn
+                    raise Cancelled()
                 return policy.answer(
                     state.doc,
                     offset,

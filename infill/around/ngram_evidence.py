@@ -24,6 +24,7 @@ from diffill.model.memory import CorpusMemory
 from diffill.model.ngram import NgramMixer, TokenIndex
 
 from ..options import EvidenceOptions
+from ..text import is_line_end, is_line_start, line_window
 from .neighbours import WINDOW_AFTER, WINDOW_BEFORE, Neighbours
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,11 @@ class NgramEvidence:
         return ids
 
     def _document_index(self, text: str, offset: int) -> TokenIndex:
-        """The document's lines above and below the cursor's (its own line is the prompt's tail)."""
-        start = text.rfind("\n", 0, offset) + 1
-        end = text.find("\n", offset)
-        end = len(text) if end < 0 else end
-        key = (text[max(0, start - WINDOW_BEFORE) : start], text[end : end + WINDOW_AFTER])
+        """The document's lines above and below the cursor's (its own line is the prompt's tail). Those beyond a
+        long line's window (`line_window`) are out of reach: that side is left out, and stays so while typing."""
+        start, end = line_window(text, offset)
+        above = text[max(0, start - WINDOW_BEFORE) : start] if is_line_start(text, start) else ""
+        key = (above, text[end : end + WINDOW_AFTER] if is_line_end(text, end) else "")
         if self._document is None or self._document[0] != key:
             self._document = key, TokenIndex([self.encode(part) for part in key], self.vocab_size)
         return self._document[1]

@@ -3,6 +3,7 @@ ranges the user edited recently, each under a file-path header, within a token b
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from .recent_edits import RecentEdits
 from .workspace import WorkspaceIndex, identifiers
 
 CONTEXT_LINES_BEFORE = 30
+# characters before the cursor whose identifiers are the query: the 30 lines above it, unless they are long (a
+# minified line of megabytes must not be read whole at every completion)
+QUERY_CHARS = 8_000
 CHARS_PER_CONTEXT_TOKEN = 3  # the budget in tokens, packed in characters
 IDENT_TAIL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -37,7 +41,7 @@ class PromptContext:
         """The blocks for a completion at `offset` of the document `key` (saved at `path`)."""
         if not budget_tokens or (workspace is None and recent is None):
             return []
-        line = doc.text.count("\n", 0, offset)
+        line = bisect.bisect_right(doc.line_starts, offset)  # (the document's line index: no count of the text)
         stamp = (key, line, workspace.version if workspace is not None else 0)
         if self._stamp != stamp:
             self._blocks = gather(doc.text, offset, path, workspace, recent, budget_tokens * CHARS_PER_CONTEXT_TOKEN)
@@ -46,16 +50,18 @@ class PromptContext:
 
 
 def query_terms(text: str, offset: int) -> list[str]:
-    """Identifiers in the lines before the cursor (nearest lines weigh more: they are repeated)."""
+    """Identifiers in the lines before the cursor (nearest lines weigh more: they are repeated), within
+    QUERY_CHARS of it."""
+    lo = max(0, offset - QUERY_CHARS)
     start = offset
     for _ in range(CONTEXT_LINES_BEFORE):
-        nl = text.rfind("\n", 0, max(0, start - 1))
+        nl = text.rfind("\n", lo, max(lo, start - 1))
         if nl < 0:
-            start = 0
+            start = lo
             break
         start = nl + 1
     window = text[start:offset]
-    near = text[text.rfind("\n", 0, offset) + 1 : offset]
+    near = text[max(lo, text.rfind("\n", lo, offset) + 1) : offset]
     return identifiers(window) + identifiers(near) * 2
 
 

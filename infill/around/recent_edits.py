@@ -10,6 +10,10 @@ from dataclasses import dataclass
 
 from diffill.infill.text import EOL_RE, line_starts
 
+# A range longer than this is not kept: a minified line says nothing to the prompt (whose context budget it would
+# overflow anyway), and copying it out costs its length at every keystroke.
+MAX_RANGE_CHARS = 16_384
+
 
 @dataclass(frozen=True)
 class RecentRange:
@@ -33,6 +37,8 @@ class RecentEdits:
         if lo >= hi:
             return
         end = starts[hi] if hi < len(starts) else len(text)
+        if end - starts[lo] > MAX_RANGE_CHARS:
+            return
         snippet = EOL_RE.sub("\n", text[starts[lo] : end]).strip("\n")
         if not snippet.strip():
             return

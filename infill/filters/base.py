@@ -13,7 +13,7 @@ from typing import Any
 
 from diffill.infill.languages import default_indent
 from diffill.infill.spans import Span
-from diffill.infill.text import detect_indent_unit, dominant_eol, line_bounds
+from diffill.infill.text import detect_indent_unit, dominant_eol, line_window
 
 
 @dataclass(frozen=True)
@@ -68,16 +68,17 @@ class Candidate:
 
     @cached_property
     def _line(self) -> tuple[int, int]:
-        return line_bounds(self.doc_text, self.offset)
+        """The cursor's line, as far as the filters read it (`line_window`: a long line is cut around the cursor)."""
+        return line_window(self.doc_text, self.offset)
 
     @property
     def line_start(self) -> int:
-        """String offset of the start of the cursor's line."""
+        """String offset of the start of the cursor's line (of its window, on a long line)."""
         return self._line[0]
 
     @property
     def line_end(self) -> int:
-        """String offset of the end of the cursor's line (before its terminator)."""
+        """String offset of the end of the cursor's line, before its terminator (of its window, on a long line)."""
         return self._line[1]
 
     @property

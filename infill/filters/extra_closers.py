@@ -4,7 +4,8 @@
 line parses no worse than it did half typed (one error before, one after), so the syntax guard lets it through. An
 answer that closes a bracket its line does not open is cut before that closer when the cut parses no worse: a
 closer for a bracket opened on a line above (one argument per line) makes the parse better, and stays. Strings and
-comments are skipped; answers of several lines are left alone; a document too large to parse in time is not judged.
+comments are skipped; answers of several lines are left alone; a document too large to parse in time is not judged,
+nor is an answer whose parses run out of their time (syntax_guard.CHECK_BUDGET_S).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def no_extra_closers(c: Candidate) -> Candidate:
     if at is None:
         return c
     shorter = c.with_text(c.text[: at - len(before)].rstrip())
-    if parse_errors(shorter) <= parse_errors(c):
+    cut, whole = parse_errors(shorter), parse_errors(c)
+    if cut is not None and whole is not None and cut <= whole:  # (None: a parse that ran out of time judges nothing)
         return shorter
     return c
 

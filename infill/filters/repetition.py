@@ -12,7 +12,7 @@ import dataclasses
 import re
 
 from diffill.infill.filters.base import Candidate
-from diffill.infill.text import is_blank, line_bounds, split_lines, split_lines_keepends
+from diffill.infill.text import is_blank, is_line_start, line_window, split_lines, split_lines_keepends
 
 MIN_REPEATS = 3
 MAX_GROUP = 3
@@ -106,11 +106,11 @@ def _copies_line_above(c: Candidate) -> bool:
     lines = {x for x in lines if x and _IDENT_RE.search(x) and not _LONE_WORD_RE.fullmatch(x)}
     if not lines:
         return False
-    pos = line_bounds(c.doc_text, c.offset)[0]
-    while pos > 0:
-        start, end = line_bounds(c.doc_text, pos - 1)
+    pos = c.line_start
+    while pos > 0 and is_line_start(c.doc_text, pos):  # (a line cut by its window: the line above is out of reach)
+        start, end = line_window(c.doc_text, pos - 1)
         above = c.doc_text[start:end]
         if not is_blank(above):
-            return above.strip() in lines
+            return is_line_start(c.doc_text, start) and above.strip() in lines
         pos = start
     return False

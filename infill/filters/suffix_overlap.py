@@ -15,8 +15,11 @@ For multi-line completions, trailing lines that equal the document's next non-bl
 from __future__ import annotations
 
 from diffill.infill.filters.base import Candidate
-from diffill.infill.text import EOL_RE, is_blank, split_lines
+from diffill.infill.text import EOL_RE, is_blank, is_line_end, split_lines
 
+# Characters below the cursor whose lines are compared with a multi-line answer's last lines: far more than the
+# lines of any answer, and a fixed cost whatever follows in the document.
+BELOW_CHARS = 16_384
 _CLOSERS = set(")]}>\"'`;,:") | {" ", "\t"}
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 
@@ -31,14 +34,19 @@ def drop_suffix_overlap(c: Candidate) -> Candidate:
 
 
 def _line_overlap(c: Candidate) -> Candidate:
-    suffix = c.doc_text[c.offset : max(c.offset, min(c.span.end, c.line_end))]
+    """The edit over the characters after the cursor that the answer ends with (only as many as the answer is
+    long: a head longer than it cannot end it, and a line of megabytes must not cost its length squared). On a
+    line cut around the cursor (`Candidate.line_end`) the answer cannot retype the whole rest of the line."""
+    end = max(c.offset, min(c.span.end, c.line_end))
+    suffix = c.doc_text[c.offset : end]
+    whole = suffix.rstrip() if is_line_end(c.doc_text, end) else None
     want = _balance(suffix)
     best = 0
-    for k in range(1, len(suffix) + 1):
+    for k in range(1, min(len(suffix), len(c.text)) + 1):
         head = suffix[:k]
         if not c.text.endswith(head):
             continue
-        if not (set(head) <= _CLOSERS or head == suffix.rstrip()):
+        if not (set(head) <= _CLOSERS or head == whole):
             continue
         if _balance(c.text + suffix[k:]) == want:
             best = k
@@ -69,8 +77,10 @@ def _lines_overlap(c: Candidate) -> Candidate:
 def _next_nonblank_lines(c: Candidate, count: int) -> list[str]:
     """Up to `count` stripped non-blank lines after the cursor's line (or after the text following the cursor)."""
     out: list[str] = []
-    rest = c.doc_text[c.replace_end :]
+    rest = c.doc_text[c.replace_end : c.replace_end + BELOW_CHARS]
     first, *others = split_lines(rest)
+    if others and not is_line_end(c.doc_text, c.replace_end + len(rest)):
+        others.pop()  # a line cut short is not the line below
     if not is_blank(first) and not is_blank(c.suffix_on_line):  # `{|}`: the `}` after the cursor comes first
         out.append(first.strip())
     for line in others:

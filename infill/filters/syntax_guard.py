@@ -11,7 +11,9 @@ back (docs/benchmarks.md). The extension is judged by the filters that judge nam
 they would cut (`port torch` in a file that never uses torch) is not put back, and the word being typed is
 completed instead (`port`). Each try is a parse of the edited document (incremental from its tree), so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion); a
-document too large to parse in time (no tree) is not checked.
+document too large to parse in time (no tree) is not checked. A check whose re-parse runs past its time
+(`CHECK_BUDGET_S`) fails: an edit tree-sitter re-reads that far past unsettles the file (a bracket left open makes
+it re-read all that follows; a line of megabytes is one node, re-read whole at every try).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from diffill.infill.text import EOL_RE, utf8
 
 MAX_TRIES = 32
 TRY_BUDGET_S = 0.04  # for the shorter tries, after the first check
+CHECK_BUDGET_S = 0.25  # for the first check's re-parse: past it the answer fails, and no shorter one is tried
 READ_CHUNK = 16_384
 _TOKEN_END_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w*")
@@ -50,29 +53,36 @@ def syntax_guard(c: Candidate, judges: tuple[Callable[[Candidate], Candidate], .
     if c.tree is None and len(c.doc_text) >= BUDGETED_PARSE_BYTES:  # its parse ran out of time: each try would too
         return c
     allowed = count_tree_errors(c.tree) if c.tree is not None else _errors(c.language, c.doc_text)
-    if _acceptable(c, allowed):
-        return c
-    body, trail = c.split_trail()
-    deadline = time.perf_counter() + TRY_BUDGET_S
-    for prefix in _prefixes(body)[:MAX_TRIES]:
-        if time.perf_counter() > deadline:
-            break
-        shorter = c.with_text(prefix + trail, replace_end=c.offset)
-        if _acceptable(shorter, allowed):
-            return shorter
-    if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed):
-        longer = _shortest_extension(c, allowed)
-        if all(judge(longer).text == longer.text for judge in judges):
-            return longer
+    try:
+        if _acceptable(c, allowed, time.perf_counter() + CHECK_BUDGET_S):
+            return c
+        body, trail = c.split_trail()
+        deadline = time.perf_counter() + TRY_BUDGET_S
+        for prefix in _prefixes(body)[:MAX_TRIES]:
+            if time.perf_counter() > deadline:
+                break
+            shorter = c.with_text(prefix + trail, replace_end=c.offset)
+            if _acceptable(shorter, allowed, deadline):
+                return shorter
+        if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed, deadline):
+            longer = _shortest_extension(c, allowed, deadline)
+            if all(judge(longer).text == longer.text for judge in judges):
+                return longer
+    except _OutOfTime:
+        pass
     return _word_completion(c)
 
 
-def _shortest_extension(c: Candidate, allowed: int) -> Candidate:
+class _OutOfTime(Exception):
+    """A parse of the edited document ran past its deadline."""
+
+
+def _shortest_extension(c: Candidate, allowed: int, deadline: float | None = None) -> Candidate:
     """The shortest extension of an answer cut short, at a token end of the line it was cut from, that adds no
     parse error (that line itself does not)."""
     for end in (m.end() for m in _TOKEN_END_RE.finditer(c.whole, len(c.text))):
         longer = c.with_text(c.whole[:end])
-        if _acceptable(longer, allowed):
+        if _acceptable(longer, allowed, deadline):
             return longer
     return c.with_text(c.whole)
 
@@ -81,20 +91,26 @@ def _word_completion(c: Candidate) -> Candidate:
     """The end of the word being typed (`impo|` -> `rt`, `d|` -> `ef`), when no prefix of the answer parses: a
     keyword or a name alone seldom parses (`import`), yet completing it is what the user is typing."""
     word = _WORD_RE.match(c.text).group(0)
-    typing_a_word = c.before_cursor[-1:].isidentifier() and not _WORD_RE.match(c.doc_text, c.offset).group(0)
+    word_goes_on = bool(_WORD_RE.match(c.doc_text, c.offset, c.offset + 1).group(0))  # (one character tells)
+    typing_a_word = c.before_cursor[-1:].isidentifier() and not word_goes_on
     return c.with_text(word, replace_end=c.offset) if word and typing_a_word else c.empty()
 
 
-def parse_errors(c: Candidate) -> int:
-    """The ERROR/MISSING nodes of the document with the candidate's edit made (incremental from its tree)."""
-    return count_tree_errors(_parse_edited(c))
+def parse_errors(c: Candidate, budget_s: float = CHECK_BUDGET_S) -> int | None:
+    """The ERROR/MISSING nodes of the document with the candidate's edit made (incremental from its tree), or None
+    when that parse runs past `budget_s`."""
+    try:
+        return count_tree_errors(_parse_edited(c, time.perf_counter() + budget_s))
+    except _OutOfTime:
+        return None
 
 
-def _acceptable(c: Candidate, allowed: int) -> bool:
+def _acceptable(c: Candidate, allowed: int, deadline: float | None = None) -> bool:
     """No more ERROR/MISSING nodes than `allowed` in a fresh parse of the edited text, and (Python) no empty block
     opened by the completion itself: tree-sitter-python parses `if a:` followed by a line at the same depth as an
-    empty block without error, though Python rejects it."""
-    tree = _parse_edited(c)
+    empty block without error, though Python rejects it. Raises _OutOfTime when the parse runs past `deadline`
+    (time.perf_counter)."""
+    tree = _parse_edited(c, deadline)
     if count_tree_errors(tree) > allowed:
         return False
     if c.language in INDENT_BLOCK_LANGUAGES:
@@ -138,10 +154,10 @@ def _doc_bytes(text: str) -> bytes:
     return utf8(text)
 
 
-def _parse_edited(c: Candidate):
+def _parse_edited(c: Candidate, deadline: float | None = None):
     """The edited document's tree: an incremental re-parse of the document's tree when the candidate has it
     (tree-sitter re-reads only around the edit, through a reader over the unchanged bytes: no copy of a large
-    file per try), else a fresh parse."""
+    file per try), else a fresh parse. The re-parse stops at `deadline` (time.perf_counter): _OutOfTime."""
     parser = parser_for(c.language)
     if c.tree is None:
         return parser.parse(utf8(c.edited_text()))
@@ -171,7 +187,13 @@ def _parse_edited(c: Candidate):
         at = old_end + byte - new_end
         return view[at : at + READ_CHUNK]
 
-    return parse_chunks(parser, chunk, tree)
+    if deadline is None:
+        return parse_chunks(parser, chunk, tree)
+    try:
+        return parse_chunks(parser, chunk, tree, lambda *_: time.perf_counter() > deadline)
+    except ValueError:
+        parser.reset()  # else the shared parser would resume this parse on the next document
+        raise _OutOfTime() from None
 
 
 def _empty_block_opened_in(root: Node, start: int, end: int) -> bool:
@@ -179,13 +201,27 @@ def _empty_block_opened_in(root: Node, start: int, end: int) -> bool:
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.end_byte < start or node.start_byte >= end + 1:
-            continue
         if node.type == "block" and node.parent is not None and start <= node.parent.start_byte < end:
             if not any(child.type != "comment" for child in node.named_children):
                 return True
-        stack.extend(node.named_children)
+        stack.extend(_named_children_around(node, start, end + 1))
     return False
+
+
+def _named_children_around(node: Node, start: int, end: int) -> list[Node]:
+    """The named children of `node` that overlap bytes [start, end] (one ending at `start` included), found from
+    the first of them on: a node of a million children (a list a megabyte long) costs the few near the answer."""
+    cursor = node.walk()
+    if cursor.goto_first_child_for_byte(max(0, start - 1)) is None:
+        return []
+    out = []
+    while cursor.node.start_byte < end:
+        child = cursor.node
+        if child.is_named and child.end_byte >= start:
+            out.append(child)
+        if not cursor.goto_next_sibling():
+            break
+    return out
 
 
 def _prefixes(body: str) -> list[str]:

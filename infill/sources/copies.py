@@ -17,7 +17,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import ranking
@@ -25,7 +25,7 @@ from ..around.neighbours import WINDOW_AFTER, WINDOW_BEFORE
 from ..options import CopyOptions
 from ..prompted import PromptedModel
 from ..request import Request
-from ..text import in_hash_comment
+from ..text import LINE_REACH, in_hash_comment, is_line_start, line_window
 from . import parallel
 
 MIN_KEY = 5  # characters of the line above that must match for next-line copies
@@ -35,8 +35,14 @@ MIN_TYPED_KEY = 8
 MAX_CANDIDATES = 4
 MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
 MAX_MATCHES = 3000  # matches looked at per key over all texts (this file's first): bounds a common key's time
+# a rest longer than this is no line's end that a person types (it runs on through a minified line): not a copy,
+# and scoring it would cost the model a pass over all of it
+MAX_REST_CHARS = 400
 WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
 _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
+# Without a syntax tree to ask, whether the text around the cursor is a docstring is told by counting the triple
+# quotes before it; past this many characters that count is skipped (taken as code): it would cost the document.
+MAX_COUNTED_QUOTES_CHARS = 1_000_000
 COPY_PASSES = 2  # a copy costs the pass that scores the candidates and the one that cuts the winner at doubt
 
 
@@ -59,12 +65,18 @@ class Copied:
     places: int
 
 
-def _common_suffix(a: str, a_end: int, b: str, b_end: int, limit: int) -> int:
-    """How many characters before a[a_end] and b[b_end] agree (at most `limit`)."""
-    n = 0
-    while n < limit and a_end - n > 0 and b_end - n > 0 and a[a_end - n - 1] == b[b_end - n - 1]:
-        n += 1
-    return n
+def _common_suffix(a: str, a_end: int, b: str, b_end: int, limit: int, known: int = 0) -> int:
+    """How many characters before a[a_end] and b[b_end] agree (at most `limit`; `known` of them are known to).
+    Found by halving, each step one comparison of slices: a repetitive text's thousands of matches must not each
+    cost a Python loop over the typed text."""
+    lo, hi = min(known, limit), min(limit, a_end, b_end)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[a_end - mid : a_end] == b[b_end - mid : b_end]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def typed_on_line(text: str, offset: int) -> str:
@@ -89,19 +101,20 @@ def line_copies(
     min_key: int = MIN_TYPED_KEY,
     limit: int = MAX_CANDIDATES,
     rename: bool = True,
+    in_docstring: Callable[[int], bool] | None = None,
 ) -> list[LineCopy]:
     """Candidates for the rest of the line at `offset`, best evidence first: the longest match of the typed text
     before the cursor (then a match of the whole line, then the most lines that continue the same way, then the
     nearest line of this file). `others` are more texts to copy from (files beside this one, open documents),
     searched after this file's window. Lines that would only repeat what already follows the cursor are left
     out, and so are the words of a comment or a docstring copied into code. With `rename`, each copy takes the
-    names this place uses where its own place uses others (infill.sources.parallel)."""
+    names this place uses where its own place uses others (infill.sources.parallel). `in_docstring`, when the
+    caller has a syntax tree to ask, says whether an offset of `text` is inside a triple-quoted string (else the
+    triple quotes before it are counted). A long line is read around the cursor (`line_window`)."""
     typed = typed_on_line(text, offset)
     if len(typed) < min_key:
         return []
-    line_start = text.rfind("\n", 0, offset) + 1
-    line_end = text.find("\n", offset)
-    line_end = len(text) if line_end < 0 else line_end
+    line_start, line_end = line_window(text, offset)
     current_rest = text[offset:line_end].rstrip()
     window_start = max(0, line_start - WINDOW_BEFORE)
     window = text[window_start:line_start] + text[line_end : line_end + WINDOW_AFTER]
@@ -109,7 +122,7 @@ def line_copies(
     sources = [(window, cursor)] + [(other, None) for other in others]
     # prose is told by `#` on the line and by an odd number of triple quotes before: the window's count starts
     # with the text before it, and the cursor's line, cut out of the window, counts where it was cut
-    window_before = _triple_quotes(text, 0, window_start)
+    window_before = _quotes_before(text, window_start, in_docstring)
     places = _quote_places(window)
     at_cursor = bisect.bisect_left(places, cursor)
     places[at_cursor:at_cursor] = [cursor] * _triple_quotes(text, line_start, line_end)
@@ -128,12 +141,14 @@ def line_copies(
             while at >= 0 and budget > 0:
                 budget -= 1
                 end = at + key_length
-                rest_end = source.find("\n", end)
-                rest_end = len(source) if rest_end < 0 else rest_end
+                rest_end = source.find("\n", end, end + MAX_REST_CHARS + 1)
+                if rest_end < 0:  # the end of the source, or a rest too long to be a copy (then "")
+                    rest_end = len(source) if len(source) - end <= MAX_REST_CHARS else end
                 rest = source[end:rest_end].rstrip()
-                matched = _common_suffix(source, end, typed, len(typed), len(typed))
+                matched = _common_suffix(source, end, typed, len(typed), len(typed), key_length)
                 if rest and rest != current_rest and matched < longer:
-                    before = source[source.rfind("\n", 0, end - matched) + 1 : end - matched]
+                    lo = max(0, end - matched - LINE_REACH)  # (the line's start, or its window's on a long line)
+                    before = source[max(lo, source.rfind("\n", lo, end - matched) + 1) : end - matched]
                     head = before + typed[len(typed) - matched :]
                     if prose_here or not _in_prose(source, end, head, docstrings):  # no prose copied into code
                         whole = matched == len(typed) and not before.strip(" \t")
@@ -147,7 +162,7 @@ def line_copies(
             break  # what shorter keys find matches less of the line: it would rank below these
         longer = key_length
     ranked = sorted(found, key=lambda r: (found[r][0], found[r][1], counts[r], found[r][2]), reverse=True)
-    ours = (typed, _lines_before(text, line_start, 1))
+    ours = (typed, _lines_before(text, line_start, 1) if is_line_start(text, line_start) else [])
     out: dict[str, LineCopy] = {}  # renamed rest -> its copy: places that agree once renamed add up
     for r in ranked:
         rest, analogous = _renamed_here(r, *where[r], ours) if rename else (r, False)
@@ -182,6 +197,16 @@ def _triple_quotes(text: str, start: int, end: int) -> int:
     return text.count('"""', start, end) + text.count("'''", start, end)
 
 
+def _quotes_before(text: str, at: int, in_docstring: Callable[[int], bool] | None) -> int:
+    """The triple quotes before `at`, or as many as tell whether `at` is in a docstring (1 or 0: only the parity
+    counts), from `in_docstring` when given; taken as code past MAX_COUNTED_QUOTES_CHARS without it."""
+    if at == 0:
+        return 0
+    if in_docstring is not None:
+        return int(in_docstring(at))
+    return _triple_quotes(text, 0, at) if at <= MAX_COUNTED_QUOTES_CHARS else 0
+
+
 def _renamed_here(rest: str, source: str, end: int, ours: tuple[str, list[tuple[int, str]]]) -> tuple[str, bool]:
     """`rest`, copied from before `end` in `source`, with the names that place uses where this one uses others
     (infill.sources.parallel): compared are the text before it on its line and the line above. Also whether the
@@ -203,11 +228,14 @@ def _indent(line: str) -> int:
 
 
 def _lines_before(text: str, pos: int, n: int) -> list[tuple[int, str]]:
-    """The `n` nearest non-empty lines that end before `pos` (a line start), nearest first: (start, line)."""
+    """The `n` nearest non-empty lines that end before `pos` (a line start), nearest first: (start, line). A line
+    longer than LINE_REACH ends them: it matches nothing, and what lies above it is out of reach."""
     out: list[tuple[int, str]] = []
     end = pos - 1
     while end >= 0 and len(out) < n:
-        start = text.rfind("\n", 0, end) + 1
+        start = text.rfind("\n", max(0, end - LINE_REACH), end) + 1
+        if start == 0 and end > LINE_REACH:
+            break
         if text[start:end].strip():
             out.append((start, text[start:end]))
         end = start - 1
@@ -284,7 +312,7 @@ def next_line_copies(
             if not line.startswith(typed) or len(line) == len(typed):
                 continue
             rest = line[len(typed) :]
-            if rest == current_rest:
+            if rest == current_rest or len(rest) > MAX_REST_CHARS:
                 continue
             before = _lines_before(source, start, context - 1)
             if short and (not before or before[0][1].strip() != above[1][1].strip()):
@@ -330,7 +358,7 @@ def rest_of_line_copy(
     is a better guess than one the model makes up (docs/benchmarks.md)."""
     if options.copy_prior is None:
         return None
-    found = line_copies(request.text, request.offset, others)
+    found = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
     return _preferred(asked, found, request.healed, draft_score, options.copy_prior, options.copy_hedge)
 
 

@@ -38,7 +38,7 @@ def known_names(
     `obj.`, the attributes the file uses on `obj` (most frequent first); after a word of two or more characters,
     the names that start with it in the file around the cursor (most frequent first), then the definitions of
     other workspace files."""
-    if prior is None or WORD_HEAD.match(text, offset).group(0):
+    if prior is None or WORD_HEAD.match(text, offset, offset + 1).group(0):  # (a word goes on after the cursor)
         return None
     m = IDENT_TAIL.search(text, max(0, offset - 64), offset)
     typed = m.group(0) if m else ""

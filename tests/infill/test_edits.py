@@ -278,3 +278,13 @@ def test_a_rename_reads_names_not_keyword_argument_names_or_strings():
     doc = SyntaxDocument(text, "python")
     spans = [(m.start(), m.end()) for m in re.finditer("count", text)]
     assert [is_variable(doc, a, b) for a, b in spans] == [True, False, True, False, True]
+
+
+def test_a_run_of_word_characters_too_long_for_a_name_is_no_word():
+    """A base64 blob or a minified identifier run is no name being renamed, and each keystroke must not walk it."""
+    from diffill.infill.edits import MAX_NAME_CHARS, _word_at
+
+    assert _word_at("x = some_name + 1", 6) == (4, 13)
+    assert _word_at("a" * MAX_NAME_CHARS, 10) == (0, MAX_NAME_CHARS)
+    blob = "data = '" + "QUJD" * 250_000 + "'"
+    assert _word_at(blob, len(blob) // 2) == (len(blob) // 2, len(blob) // 2)

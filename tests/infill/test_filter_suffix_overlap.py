@@ -59,3 +59,19 @@ def test_suffix_overlap_golden(candidate, language, src, raw, expected, expected
 )
 def test_edited_document_has_one_copy(candidate, src, raw, after):
     assert drop_suffix_overlap(candidate("python", src, raw)).edited_text() == after
+
+
+def test_a_line_of_megabytes_is_read_around_the_cursor_only(candidate):
+    """Every head of the rest of the line was compared with the answer's end: a line of megabytes took minutes
+    (its length squared). Only heads as long as the answer can end it, within the line's window."""
+    import time
+
+    rest = ", 1" * 200_000  # the cursor's line runs on for 600 kB
+    c = candidate("python", "print(<CURSOR>)" + rest + "\n", '"hi")')
+    started = time.perf_counter()
+    out = drop_suffix_overlap(c)
+    assert time.perf_counter() - started < 0.5
+    assert out.text == '"hi")' and out.doc_text[out.offset : out.replace_end] == ")"
+    # the rest of a line cut by its window is not all there: an answer cannot retype it whole
+    c = candidate("python", "f(<CURSOR>" + "a" * 5_000 + "\n", "a" * 5_000)
+    assert drop_suffix_overlap(c).text == "a" * 5_000

@@ -71,7 +71,9 @@ def test_shorter_tries_stop_at_the_time_budget(candidate, monkeypatch):
     assert guard.syntax_guard(c).text == "y = x + 1\n    z = 2"
     tries = []
     real = guard._acceptable
-    monkeypatch.setattr(guard, "_acceptable", lambda cand, allowed: tries.append(1) or real(cand, allowed))
+    monkeypatch.setattr(
+        guard, "_acceptable", lambda cand, allowed, deadline=None: tries.append(1) or real(cand, allowed, deadline)
+    )
     monkeypatch.setattr(guard, "TRY_BUDGET_S", -1.0)  # already spent
     assert guard.syntax_guard(c).text == ""
     assert len(tries) == 1  # only the full candidate was parsed
@@ -197,3 +199,34 @@ def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edite
             upto = utf8(text[:offset] + written)
             expected = (upto.count(b"\n"), len(upto) - (upto.rfind(b"\n") + 1))
             assert start == len(utf8(text[:offset])) and _point_after(row, column, written) == expected
+
+
+def test_a_check_whose_reparse_runs_out_of_time_fails(candidate, monkeypatch):
+    """A re-parse that runs long re-reads far past the edit (a bracket left open in a large file, a line of
+    megabytes that is one node): past CHECK_BUDGET_S the answer fails instead of holding the model thread."""
+    from diffill.infill.filters import syntax_guard as guard
+
+    src = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(500)) + "y = <CURSOR>\n"
+    c = candidate("python", src, "f1(2)", with_tree=True)
+    assert guard.syntax_guard(c).text == "f1(2)"
+    monkeypatch.setattr(guard, "CHECK_BUDGET_S", -1.0)  # already spent
+    assert guard.syntax_guard(c).text == ""
+    assert guard.parse_errors(c, budget_s=-1.0) is None  # (extra_closers then judges nothing)
+
+
+def test_an_empty_block_is_looked_for_among_the_children_near_the_answer_only():
+    """A list of thirty thousand items is one node: its children around the answer are visited, not all."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.filters.syntax_guard import _empty_block_opened_in, _named_children_around
+
+    text = "x = [" + ", ".join(str(i) for i in range(30_000)) + "]\nif y:\n    pass\n"
+    doc = SyntaxDocument(text, "python")
+    items = doc.tree.root_node.named_children[0].named_children[0].named_children[1]
+    assert items.type == "list" and items.named_child_count == 30_000
+    at = doc.byte_offset(text.index("500, 501"))
+    near = _named_children_around(items, at, at + len("500, 501"))
+    assert [doc.source[n.start_byte : n.end_byte] for n in near] == [b"500", b"501"]
+    assert not _empty_block_opened_in(doc.tree.root_node, at, at + 3)
+    empty = SyntaxDocument("x = [1, 2]\nif y:\n# only a comment\n", "python")
+    at = empty.byte_offset(empty.text.index("if"))
+    assert _empty_block_opened_in(empty.tree.root_node, at, at + 5)

@@ -77,3 +77,29 @@ def test_span_end(cursor_doc, language, src, replaceable):
 
 def test_block_max_lines_are_bigger_than_lines():
     assert BLOCK_MAX_LINES > LINES_MAX_LINES == 3
+
+
+def test_a_long_line_is_spanned_to_its_window_around_the_cursor(cursor_doc):
+    """The rest of a line of megabytes is not the span: what an edit may replace ends at the line's window."""
+    from diffill.infill.text import LINE_REACH
+
+    doc, offset = cursor_doc("javascript", "var a=[" + "1," * 300_000 + "<CURSOR>" + "2," * 300_000 + "];\n")
+    span = select_span(doc, offset)
+    assert span.kind == "line" and span.end == offset + LINE_REACH
+
+
+@pytest.mark.parametrize(
+    ("src", "inside"),
+    [
+        ('def f():\n    """Doc <CURSOR>here."""\n', True),
+        ("x = r'''raw <CURSOR>'''\n", True),
+        ('x = "not <CURSOR>triple"\n', False),
+        ("x = 1  # <CURSOR>\n", False),
+        ('<CURSOR>"""at its opening quote"""\n', False),
+    ],
+)
+def test_in_docstring(cursor_doc, src, inside):
+    from diffill.infill.spans import in_docstring
+
+    doc, offset = cursor_doc("python", src)
+    assert in_docstring(doc, offset) is inside

@@ -71,6 +71,26 @@ def test_line_bounds_agree_with_the_line_starts_at_every_offset_of_mixed_line_en
             assert line_bounds(text, offset) == (starts[row], end), (text, offset)
 
 
+def test_line_window_is_the_line_within_reach_of_the_cursor():
+    """A short line is its bounds; a long one is cut `reach` characters either side of the cursor, and the cuts are
+    told from real line starts and ends."""
+    from diffill.infill.text import LINE_REACH, is_line_end, is_line_start, line_window
+
+    short = "ab\r\ncd\rx\n"
+    assert all(line_window(short, at, 3) == line_bounds(short, at) for at in range(len(short) + 1))
+    text = "x = 1\n" + "y" * 10_000 + "\nz\n"
+    line_start, line_end = 6, 6 + 10_000
+    at = line_start + 5_000
+    assert line_window(text, at, 100) == (at - 100, at + 100)
+    assert not is_line_start(text, at - 100) and not is_line_end(text, at + 100)
+    assert line_window(text, line_start + 50, 100) == (line_start, line_start + 150)  # its start is within reach
+    assert line_window(text, line_end - 10, 100) == (line_end - 110, line_end)  # ... its end
+    assert is_line_start(text, line_start) and is_line_end(text, line_end) and is_line_end(text, len(text))
+    assert line_window(text, at) == (at - LINE_REACH, at + LINE_REACH)
+    crlf = "a" * 500 + "\r\n" + "b" * 500
+    assert line_window(crlf, 501, 100) == (400, 500)  # inside the CRLF: the line it ends
+
+
 @pytest.mark.parametrize(
     ("head", "inside"),
     [

@@ -191,3 +191,66 @@ def test_closing_a_big_document_hands_its_memory_back(monkeypatch):
         assert uri not in s.docs
     assert calls == [1]  # the big one only
     s.scheduler.shutdown()
+
+
+def test_typed_ahead_cache_keeps_only_the_text_around_the_cursor():
+    """Two copies of the whole text per answer, and a comparison of all of it at each keystroke, were the cost of a
+    big document: the cache keeps MATCHED_CHARS each way and the lengths."""
+    from diffill.lsp.cache import MATCHED_CHARS
+
+    c = TypedAheadCache()
+    big = "y = 1\n" * 200_000
+    text = big + "x = foo(\n" + big
+    at = len(big) + 8
+    c.remember("u", text, at, "a, b)", at)
+    kept = c._by_uri["u"]
+    assert len(kept.before) == len(kept.after) == MATCHED_CHARS
+    typed = text[:at] + "a" + text[at:]
+    assert c.lookup("u", typed, at + 1) == (", b)", at + 1)
+    assert c.lookup("u", "#" + typed, at + 2) is None  # an edit before the cursor: the cursor is elsewhere
+    assert c.lookup("u", typed[: at + 1] + typed[at + 2 :], at + 1) is None  # the text after it changed
+
+
+def test_a_request_superseded_while_it_queues_for_the_model_thread_never_starts():
+    """One model thread serves every document: a request that a newer one for its document replaced while it
+    queued (behind a slow one elsewhere) is dropped before it starts, instead of costing its prompt and its model
+    calls before its first denoising step notices."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from diffill.lsp.session import Session
+
+    release, calls = threading.Event(), []
+
+    class Engine:
+        def complete(self, doc, offset, **_):
+            calls.append(doc.text)
+            if doc.text.startswith("slow"):
+                release.wait(10)
+
+        def warm_sources(self, path):
+            pass
+
+    session = Session(SimpleNamespace())
+    session.engine = Engine()
+    uris = {name: f"file:///tmp/queue/{name}.py" for name in ("slow", "other")}
+    for name, uri in uris.items():
+        session.open_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=f"{name} = 1\n"))
+
+    async def run():
+        slow = asyncio.ensure_future(session.complete(uris["slow"], 0, 4, "utf-16"))
+        await asyncio.sleep(0.1)  # on the model thread
+        superseded = asyncio.ensure_future(session.complete(uris["other"], 0, 5, "utf-16"))
+        await asyncio.sleep(0.1)
+        newer = asyncio.ensure_future(session.complete(uris["other"], 0, 5, "utf-16"))
+        await asyncio.sleep(0.1)
+        release.set()
+        return await asyncio.gather(slow, superseded, newer)
+
+    assert asyncio.run(run()) == [None, None, None]
+    assert calls == ["slow = 1\n", "other = 1\n"]  # the superseded one never ran
+    assert session.stats["cancelled"] == 1
+    session.scheduler.shutdown()
+    session.warm_executor.shutdown()

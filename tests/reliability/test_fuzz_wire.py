@@ -11,24 +11,12 @@ import json
 import os
 import random
 
-import pytest
 from reference import Reference, random_change, random_position, random_text
 
 from diffill.bench.wire import RawClient, frame
 
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
 STEPS = int(os.environ.get("FUZZ_STEPS", "400"))
-
-
-@pytest.fixture(scope="module")
-def server():
-    client = RawClient()
-    client.initialize({"steps": 2})
-    assert client.wait_ready()["ready"]
-    yield client
-    assert client.alive(), client.stderr()
-    assert client.shutdown() == 0
-    client.close()
 
 
 def assert_alive(client: RawClient) -> None:

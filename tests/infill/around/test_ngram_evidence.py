@@ -191,3 +191,16 @@ def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(
     mix = seen[0]
     assert mix.memory is memory and mix.indexes == []
     assert (mix.memory_weight, mix.memory_per_order) == (0.2, 0.07)
+
+
+def test_the_lines_beyond_a_long_lines_window_are_out_of_reach():
+    """A line longer than its window (`infill.text.line_window`) leaves that side of the document out: the index
+    costs the window, and stays the same while typing along the line."""
+    encode = CountingEncoder()
+    sources = NgramEvidence(encode, vocab_size=64)
+    text = "above\n" + "ab" * 10_000 + "\nbelow\n"
+    sources.indexes(text, 6 + 10_000, [], [], None)
+    sources.indexes(text, 6 + 10_001, [], [], None)
+    assert encode.calls == ["", ""]  # both sides beyond reach; tokenized once
+    sources.indexes(text, 6 + 50, [], [], None)  # the line's start within reach: the line above counts
+    assert encode.calls[2:] == ["above\n", ""]

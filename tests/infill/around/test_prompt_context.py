@@ -53,3 +53,14 @@ def test_the_blocks_stay_the_same_along_a_line_and_change_with_the_line_or_the_i
     assert context.blocks(below, len(below.text), "k", path, index, None, budget_tokens=96) is not first
     assert context.blocks(doc, len(text), "k", path, index, None, budget_tokens=0) == []  # no budget: none
     assert context.blocks(doc, len(text), "k", path, None, None, budget_tokens=96) == []  # nothing to draw on
+
+
+def test_query_terms_read_a_bounded_window_of_a_long_line():
+    """The 30 lines above the cursor, unless they are long: a minified line's identifiers are read from its last
+    QUERY_CHARS characters only."""
+    from diffill.infill.around.prompt_context import QUERY_CHARS
+
+    text = "import os\n" + "alpha(beta); " * 100_000 + "gamma"
+    terms = query_terms(text, len(text))
+    assert len(terms) <= 6 * (QUERY_CHARS // len("alpha(beta); ") + 2)  # (two names a repeat, the line's thrice)
+    assert "gamma" in terms and "os" not in terms

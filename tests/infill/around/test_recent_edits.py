@@ -34,3 +34,14 @@ def test_the_lines_are_lsp_lines_whether_the_line_starts_are_given_or_counted():
     counted.record("a.py", text, 2, radius=1)
     given.record("a.py", text, 2, radius=1, starts=line_starts(text))
     assert [(r.line, r.text) for r in counted.items()] == [(1, "b\nc\nd")] == [(r.line, r.text) for r in given.items()]
+
+
+def test_a_range_longer_than_a_few_lines_of_code_is_not_kept():
+    """A minified line says nothing to the prompt, and slicing it out cost its length at every keystroke."""
+    from diffill.infill.around.recent_edits import MAX_RANGE_CHARS
+
+    recent = RecentEdits()
+    recent.record("a.py", "x = 1\n" + "y" * (MAX_RANGE_CHARS + 1) + "\nz = 2\n", 1)
+    assert recent.items() == []
+    recent.record("a.py", "x = 1\n" + "y" * 100 + "\nz = 2\n", 1)
+    assert [r.line for r in recent.items()] == [0]

@@ -401,3 +401,50 @@ def test_a_docstrings_words_are_not_copied_into_code_nor_lost_in_one():
 def test_a_docstring_opened_on_the_cursors_line_is_prose_below_it():
     text, offset = at_cursor('class EntityResolver| ; """\nclass EntityResolver.\n"""\n')
     assert line_copies(text, offset, min_key=5) == []  # the line below is in the docstring the cursor's line opens
+
+
+def test_a_rest_that_runs_on_through_a_minified_line_is_no_copy():
+    """The rest of a match in a minified line runs to that line's end: tens of kilobytes that the model would
+    score whole. A copy is a line's end that a person types (MAX_REST_CHARS)."""
+    from diffill.infill.sources.copies import MAX_REST_CHARS
+
+    text = "total = compute(a, b); " * 2_000 + "\ntotal = compute(a, b); total = comp"
+    found = line_copies(text, len(text), [text])
+    assert found and all(len(c.rest) <= MAX_REST_CHARS for c in found)
+    assert found[0].rest == "ute(a, b);"  # the line's own end, as before
+
+
+def test_prose_is_told_by_the_syntax_tree_when_there_is_one():
+    """Whether the window starts in a docstring is asked of the tree (`in_docstring`) instead of counting the triple
+    quotes of the whole text before it; without a tree they are counted."""
+    from diffill.infill.around.neighbours import WINDOW_BEFORE
+
+    docstring = '"""\n' + "x\n" * 12_000 + "logger = logging.getLogger(__name__)\n" + '"""\n'
+    text, offset = at_cursor(docstring + "logger = logging.get|")  # (the docstring opens before the window)
+    assert line_copies(text, offset) == []  # counted: the line is the docstring's, and prose is not copied into code
+    asked = []
+    assert line_copies(text, offset, in_docstring=lambda at: asked.append(at) or True) == []
+    assert asked == [len(docstring) - WINDOW_BEFORE]  # asked where the window starts
+    assert [c.rest for c in line_copies(text, offset, in_docstring=lambda at: False)] == ["Logger(__name__)"]
+
+
+def test_the_common_end_of_two_texts_is_found_by_halving():
+    """`_common_suffix` compares slices, halving: a repetitive window's thousands of matches each cost a few
+    comparisons, not a Python loop over the typed text. Same answers as counting one character at a time."""
+    import random
+
+    from diffill.infill.sources.copies import _common_suffix
+
+    def counted(a: str, a_end: int, b: str, b_end: int, limit: int) -> int:
+        n = 0
+        while n < limit and a_end - n > 0 and b_end - n > 0 and a[a_end - n - 1] == b[b_end - n - 1]:
+            n += 1
+        return n
+
+    rng = random.Random(5)
+    for _ in range(500):
+        a, b = ("".join(rng.choice("ab") for _ in range(rng.randrange(12))) for _ in range(2))
+        a_end, b_end, limit = rng.randint(0, len(a)), rng.randint(0, len(b)), rng.randint(0, 12)
+        assert _common_suffix(a, a_end, b, b_end, limit) == counted(a, a_end, b, b_end, limit), (a, a_end, b, b_end)
+    typed = "var a=1;" * 32
+    assert _common_suffix("x" + typed, len(typed) + 1, typed, len(typed), len(typed), known=8) == len(typed)
