@@ -5,7 +5,8 @@ copied from a file beside) writes `import sys` where the file needs `traceback`,
 where it needs `_MultiCommand`. A name the rest of the document uses (its code, its `__all__`, a docstring) is a
 name the file needs; one it never mentions is a guess, so the answer is cut before it (`import `), or dropped when
 that name began before the cursor. What the user typed whole before the cursor is theirs, and so is an alias
-after it (`import numpy as |`): a name to choose, not a guess of what the file needs. Modules that import to
+after it (`import numpy as |`): a name to choose, not a guess of what the file needs; and so is a name they have
+typed TYPED_NAME_CHARS of (`from units import conv|`: the answer finishes their word). Modules that import to
 re-export (most of their imported names are not used in them: `importlib.machinery`) are left alone, as are
 `__future__` and star imports.
 """
@@ -22,6 +23,7 @@ from diffill.infill.filters.redefinition import import_names
 _WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t][^\n]*", re.M)
 _TYPED_WHOLE = re.compile(r"[\w.]+\s")  # an imported module or name typed before the cursor, a space after it
+TYPED_NAME_CHARS = 3  # a name begun with this many characters before the cursor is the user's, not a guess
 _REEXPORT_SHARE = 0.5  # a module whose imported names go unused at least this often re-exports them
 _REEXPORT_MIN = 3  # ... once it imports at least this many
 
@@ -45,6 +47,8 @@ def imports_used(c: Candidate) -> Candidate:
     for at, name in bound:
         if _TYPED_WHOLE.match(before, at):
             continue  # the user typed what is imported: its alias (`numpy as np`) is a name to choose, not a guess
+        if len(before) - at >= TYPED_NAME_CHARS:
+            continue  # the user is typing this name (`from units import conv|`): the answer finishes their word
         if uses[name] <= 0:
             cut = at - len(before)
             return c.with_text(c.text[:cut]) if cut > 0 else c.empty()

@@ -40,5 +40,5 @@ def test_the_daemon_completes_workspace_names_whole(tmp_path):
     summary = run(str(_workspace(tmp_path)), n=10, settings={"latencyBudgetMs": 2000}, out=lines.append)
     assert summary["cases"] == 2 and len(summary["rows"]) == 6
     assert summary["star"] == sum(r["whole"] for r in summary["rows"] if r["how"] == "star")
-    assert summary["star"] == 2 and summary["module"] == 2, summary["rows"]
+    assert summary["star"] == summary["module"] == summary["from"] == 2, summary["rows"]
     assert any("whole with" in line for line in lines)

@@ -21,7 +21,10 @@ CASES = [
     ("python", USES.replace("<CURSOR>", "im<CURSOR>"), "port sys", "port "),
     ("python", USES, "from .core import Group, Command", "from .core import Group, "),
     ("python", USES, "from .core import Command, Group", "from .core import "),
-    ("python", USES.replace("<CURSOR>", "from .core import Com<CURSOR>"), "mand", ""),
+    # a name begun with a letter or two is still a guess; with three it is the name the user is typing
+    ("python", USES.replace("<CURSOR>", "from .core import Co<CURSOR>"), "mmand", ""),
+    ("python", USES.replace("<CURSOR>", "from .core import Com<CURSOR>"), "mand", "mand"),
+    ("python", USES.replace("<CURSOR>", "from .core import Com<CURSOR>"), "mand, Command2", "mand, "),
     ("python", USES, "import os.path, sys", "import os.path, "),
     # an alias of what the user typed is theirs to choose (a new file's imports come first)
     ("python", USES.replace("<CURSOR>", "import numpy as <CURSOR>"), "np", "np"),
