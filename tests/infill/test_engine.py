@@ -10,18 +10,31 @@ from diffill.infill.request import prompt_ids
 from diffill.model.tokenizer import CodeTokenizer
 
 
-def test_completion_offsets_and_cache_reuse(engine):
+def test_a_keystroke_reuses_the_encoder_cache(engine):
     text = "def f(x):\n    return g(x)\n\nname = call(arg"
-    doc = SyntaxDocument(text, "python")
     before = engine.prompt_cache.encoded_tokens
-    first = engine.complete(doc, len(text), key="doc")
+    engine.complete(SyntaxDocument(text, "python"), len(text), key="doc")
     encoded_first = engine.prompt_cache.encoded_tokens - before
-    doc2 = SyntaxDocument(text + ",", "python")
-    engine.complete(doc2, len(text) + 1, key="doc")
+    engine.complete(SyntaxDocument(text + ",", "python"), len(text) + 1, key="doc")
     encoded_second = engine.prompt_cache.encoded_tokens - before - encoded_first
     assert 0 < encoded_second <= 3 < encoded_first
-    if first is not None:
-        assert first.start == len(text) and first.end >= first.start
+
+
+def test_a_rest_of_line_answer_is_an_edit_from_the_cursor_to_the_line_end():
+    """`return call(arg|)`: the drafted `, other)` ends with the `)` after the cursor, so the edit replaces it
+    (not doubled) and starts at the cursor."""
+    tok = CodeTokenizer.train(CODE, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+
+    class Drafter(FakeModel):
+        def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
+            return [(tok.encode(", other)\n"), 0.0)]
+
+    eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", token_healing=False, copy_prior=None))
+    text = "def f(arg, other):\n    return call(arg)\n"
+    cursor = text.index("arg)") + 3
+    out = eng.complete(SyntaxDocument(text, "python"), cursor)
+    assert (out.start, out.end, out.text) == (cursor, cursor + 1, ", other)")
 
 
 def test_min_confidence_drops_answers_the_model_doubts(engine):
