@@ -30,10 +30,11 @@ from diffill.kernels.tiles import Tiles, table_json
 from diffill.model.cache import KVCache
 from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.diffusion_gemma import DiffusionGemma
+from diffill.model.draws import entropy_keep
 from diffill.model.footprint import quantized_bytes, weight_footprint
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, tile_weights, untile_weights
 from diffill.model.random_weights import fill_quantized, random_quantized_model
-from diffill.model.sampler import SamplerConfig, denoise_canvas, entropy_keep
+from diffill.model.sampler import SamplerConfig, denoise_canvas
 
 from .model import hf_config
 

@@ -13,19 +13,29 @@ callback that sees each step's argmax draft.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
-from diffill.kernels import sampler as kernel_sampler
-from diffill.kernels._triton import interpreting, triton_available, use_triton
-
+from . import graph_denoise
 from .cache import KVCache
 from .cancel import Cancelled
 from .diffusion_gemma import DiffusionGemma
+from .draws import (
+    CanvasResult,
+    categorical_entropy,
+    entropy_keep,
+    fused_stats,
+    inverse_cdf_sample,
+    kernel_seeds,
+    kernels_run,
+    pin_logits,
+    restrict_first,
+    stable_since,
+    temperature,
+)
 
 
 @dataclass
@@ -67,87 +77,6 @@ class SamplerConfig:
 
     def with_overrides(self, **kw: Any) -> SamplerConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
-
-
-@dataclass
-class CanvasResult:
-    tokens: torch.Tensor  # [B, C] argmax canvas of the last step
-    steps: int
-    confidence: torch.Tensor | None = None  # [B, C] the untempered probability of each argmax token
-
-
-def categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of softmax(logits) over the last axis, computed as torch.distributions.Categorical does."""
-    norm = logits - logits.logsumexp(dim=-1, keepdim=True)
-    norm = torch.clamp(norm, min=torch.finfo(norm.dtype).min)
-    probs = torch.softmax(norm, dim=-1)
-    return -(norm * probs).sum(-1)
-
-
-def temperature(cfg: SamplerConfig, step: int, total: int) -> torch.Tensor | None:
-    """Linear schedule: t_max at the first step (step == total) down to near t_min at the last (step == 1)."""
-    if cfg.t_min is None or cfg.t_max is None:
-        return None
-    # The same fp32 arithmetic as the reference, so tempered logits match bit for bit.
-    return cfg.t_min + (cfg.t_max - cfg.t_min) * (torch.tensor(step, dtype=torch.int32) / total)
-
-
-def pin_logits(logits: torch.Tensor, pin_mask: torch.Tensor, pin_ids: torch.Tensor) -> torch.Tensor:
-    """Forces a one-hot distribution at pinned positions (mask [B, C], ids [B, C]), in one pass over the logits."""
-    mask, ids = pin_mask.unsqueeze(-1), pin_ids.unsqueeze(-1)
-    kept = logits.gather(-1, ids)  # an unpinned row gets its own value back
-    pinned = logits.masked_fill(mask, torch.finfo(logits.dtype).min)
-    return pinned.scatter_(-1, ids, torch.where(mask, 0.0, kept))
-
-
-def inverse_cdf_sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One draw per row of probs [..., V]: the first id whose cumulative probability exceeds u ~ U(0, total)."""
-    cdf = probs.cumsum(dim=-1)
-    u = torch.rand((*probs.shape[:-1], 1), generator=generator, device=probs.device) * cdf[..., -1:]
-    return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
-
-
-def _kernel_seeds(generator: torch.Generator, salt: int) -> random.Random:
-    """Host-side seeds for the fused sampler's steps: from the generator's own seed (so a seeded generation
-    repeats) and `salt` (the cache length: each canvas of a generation draws its own)."""
-    return random.Random(generator.initial_seed() * 1_000_003 + salt)
-
-
-def _kernels_run(z: torch.Tensor) -> bool:
-    return use_triton(z) or (interpreting() and triton_available())
-
-
-def _fused_stats(z: torch.Tensor, seed: int | torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Sample (Gumbel-max), argmax, entropy of softmax(z) and a renoising id per position, in one read of the
-    [B, C, V] logits. The seed is drawn on the host (`_kernel_seeds`): one drawn on the GPU would make the host
-    wait for it at every step (a graphed step reads it from a buffer the host fills)."""
-    step = kernel_sampler.sampler_step_triton(z, 1.0, seed)
-    shape = z.shape[:-1]
-    return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape), step.noise.view(shape)
-
-
-def restrict_first(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Logits [B, C, V] with the first position's disallowed ids at the dtype's minimum (in place: the logits
-    are a pass's own output)."""
-    logits[:, 0].masked_fill_(~allowed, torch.finfo(logits.dtype).min)
-    return logits
-
-
-def entropy_keep(entropy: torch.Tensor, bound: float) -> torch.Tensor:
-    """The positions whose draw is kept: the lowest-entropy ones while the entropy of those kept before them
-    sums to at most `bound` (the reference's rule)."""
-    sorted_h, order = torch.sort(entropy, dim=-1)
-    chosen = torch.cumsum(sorted_h, dim=-1) - sorted_h <= bound
-    return torch.scatter(torch.zeros_like(chosen), -1, order, chosen)
-
-
-def stable_since(history: torch.Tensor, argmax: torch.Tensor) -> torch.Tensor:
-    """Whether `argmax` [B, C] equals each of the drafts in `history` [S, B, C]; then it joins the history (in
-    place, the oldest leaving)."""
-    stable = (history == argmax[None]).all(dim=-1).all(dim=0)
-    history.copy_(torch.roll(history, shifts=-1, dims=0))
-    history[-1] = argmax
-    return stable
 
 
 def _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel):
@@ -193,15 +122,15 @@ def denoise_canvas(
     )
     if pin_mask is not None:
         x = torch.where(pin_mask, pin_ids, x)
-    if cfg.fast and _on_graphs(model, cache, x):
+    if cfg.fast and graph_denoise.serves(model, cache, x):
         try:
-            return _denoise_on_graphs(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel,
+            return graph_denoise.denoise(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel,
                                       on_draft, first_allowed)  # fmt: skip
         except RuntimeError as exc:  # a step that cannot be captured: every step eager from now on
             model.graphs.disable(exc)
     total = cfg.max_denoising_steps
     adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
-    seeds = _kernel_seeds(generator, cache.length)
+    seeds = kernel_seeds(generator, cache.length)
     history = None
     prev_logits = None
     argmax = x
@@ -213,8 +142,8 @@ def denoise_canvas(
         temp = temperature(cfg, n, total)
         z = logits / temp if temp is not None else logits
         noise = None
-        if cfg.fast and _kernels_run(z):
-            sample, argmax, entropy, noise = _fused_stats(z, seeds.randrange(2**31 - 1))
+        if cfg.fast and kernels_run(z):
+            sample, argmax, entropy, noise = fused_stats(z, seeds.randrange(2**31 - 1))
         else:
             probs = torch.softmax(z, dim=-1, dtype=torch.float32)
             if cfg.fast:
@@ -246,105 +175,6 @@ def denoise_canvas(
         probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
         confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
     return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
-
-
-def _on_graphs(model: DiffusionGemma, cache: KVCache, x: torch.Tensor) -> bool:
-    """Whether whole denoise steps replay as graphs: the cache is the graphs' working cache and the fused sampler
-    runs (CUDA; the Triton interpreter in tests)."""
-    graphs = model.graphs
-    return graphs is not None and graphs.serves(cache, x, causal=False) and _kernels_run(model.embed_tokens.weight)
-
-
-def _step_state(model: DiffusionGemma, c: int, history: int) -> dict[str, torch.Tensor]:
-    dev, vocab = model.device, model.config.vocab_size
-    return {
-        "x": torch.zeros(1, c, dtype=torch.long, device=dev),
-        "positions": torch.zeros(1, c, dtype=torch.long, device=dev),
-        "prev": torch.zeros(1, c, vocab, dtype=model.dtype, device=dev),  # the last step's tempered logits
-        "pin_mask": torch.zeros(1, c, dtype=torch.bool, device=dev),
-        "pin_ids": torch.zeros(1, c, dtype=torch.long, device=dev),
-        "allowed": torch.ones(vocab, dtype=torch.bool, device=dev),
-        "temp": torch.ones((), dtype=torch.float32, device=dev),
-        "seed": torch.zeros(1, dtype=torch.int64, device=dev),
-        "history": torch.full((max(1, history), 1, c), -1, dtype=torch.long, device=dev),
-    }
-
-
-def _graphed_step(model: DiffusionGemma, cache: KVCache, s: dict[str, torch.Tensor], cfg: SamplerConfig,
-                  conditioned: bool, pinned: bool, restricted: bool) -> tuple[torch.Tensor, ...]:  # fmt: skip
-    """One whole denoise step over the static state `s`, as `denoise_canvas`'s loop computes it with the fused
-    sampler: no host sync, so one graph replays it. Writes the next canvas and the self-conditioning input into
-    `s`; returns the (constrained) logits, the argmax draft and whether the canvas has settled."""
-    soft = model.self_conditioning_input(s["prev"]) if conditioned else None
-    logits = model.head(model.eager_decode_hidden(s["x"], soft, s["positions"], cache))
-    if pinned:
-        logits = pin_logits(logits, s["pin_mask"], s["pin_ids"])
-    if restricted:
-        logits = restrict_first(logits, s["allowed"])
-    z = logits / s["temp"]
-    sample, argmax, entropy, noise = _fused_stats(z, s["seed"])
-    s["x"].copy_(torch.where(entropy_keep(entropy, cfg.entropy_bound), sample, noise))
-    s["prev"].copy_(z)
-    confident = entropy.mean(dim=-1) < (cfg.confidence_threshold or 0.0)
-    stable = stable_since(s["history"], argmax) if cfg.stability_threshold else torch.ones_like(confident)
-    return logits, argmax, stable & confident
-
-
-def _denoise_on_graphs(
-    model: DiffusionGemma,
-    cache: KVCache,
-    positions: torch.Tensor,
-    cfg: SamplerConfig,
-    generator: torch.Generator,
-    x: torch.Tensor,
-    pin_mask: torch.Tensor | None,
-    pin_ids: torch.Tensor | None,
-    cancel: Callable[[], bool] | None,
-    on_draft: Callable[[torch.Tensor, int], None] | None,
-    first_allowed: torch.Tensor | None,
-) -> CanvasResult:
-    """`denoise_canvas` with each step one graph replay (model/graphs.py `PassGraphs.step`): the host writes the
-    step's temperature and seed into the state, replays, and reads one flag (whether to stop). The same tokens
-    as the eager loop with the fused sampler, step for step."""
-    graphs, c = model.graphs, x.shape[1]
-    history = cfg.stability_threshold or 0
-    shape = (c, history)
-    s = graphs.state(shape, lambda: _step_state(model, c, history))
-    s["x"].copy_(x)
-    s["positions"].copy_(positions)
-    s["history"].fill_(-1)
-    pinned, restricted = pin_mask is not None, first_allowed is not None
-    if pinned:
-        s["pin_mask"].copy_(pin_mask)
-        s["pin_ids"].copy_(pin_ids)
-    if restricted:
-        s["allowed"].copy_(first_allowed)
-    adaptive = cfg.stability_threshold is not None and cfg.confidence_threshold is not None
-    rule = (cfg.entropy_bound, cfg.confidence_threshold, cfg.stability_threshold)  # what the graph holds fixed
-    seeds = _kernel_seeds(generator, cache.length)
-    total = cfg.max_denoising_steps
-    steps, logits, argmax = 0, None, x
-    for n in range(total, 0, -1):
-        if cancel is not None and cancel():
-            raise Cancelled()
-        temp = temperature(cfg, n, total)
-        s["temp"].fill_(float(temp) if temp is not None else 1.0)
-        s["seed"].fill_(seeds.randrange(2**31 - 1))
-        conditioned = steps > 0
-        key = ("step", shape, conditioned, pinned, restricted, rule)
-        logits, argmax, done = graphs.step(
-            key, shape, lambda k=conditioned: _graphed_step(model, cache, s, cfg, k, pinned, restricted)
-        )
-        steps += 1
-        if on_draft is not None:
-            on_draft(argmax.clone(), steps)
-        if adaptive and bool(done.all()):
-            break
-    confidence = None
-    if logits is not None:
-        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
-        confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
-    return CanvasResult(tokens=argmax.clone(), steps=steps, confidence=confidence)
 
 
 def refine_canvas(

@@ -1,4 +1,4 @@
-"""Whole denoise steps on the graphs' static state (model/sampler.py `_denoise_on_graphs`, model/graphs.py
+"""Whole denoise steps on the graphs' static state (model/graph_denoise.py `denoise`, model/graphs.py
 `PassGraphs.step`), run here without CUDA (the capture is the step itself, or its warm-up side effects first)
 and held token for token to the eager loop with the same fused sampler (the Triton interpreter)."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from kernel_support import device, requires_kernels
 
+from diffill.model import graph_denoise
 from diffill.model import graphs as graphs_module
-from diffill.model import sampler as sampler_module
 from diffill.model.graphs import PassGraphs
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -63,8 +63,8 @@ def test_graphed_steps_commit_what_the_eager_loop_commits(warm_up, monkeypatch):
         monkeypatch.setattr(graphs_module, "capture", warmed_capture)
     model = _model()
     calls = []
-    real = sampler_module._denoise_on_graphs
-    monkeypatch.setattr(sampler_module, "_denoise_on_graphs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = graph_denoise.denoise
+    monkeypatch.setattr(graph_denoise, "denoise", lambda *a, **k: calls.append(1) or real(*a, **k))
     cases = [
         dict(max_new_tokens=16, canvas_length=8, steps=6, seed=1),  # two canvases, the second after a commit
         dict(max_new_tokens=8, canvas_length=8, steps=6, seed=2, pinned={1: 42, 5: 43}),

@@ -4,7 +4,8 @@ import pytest
 import torch
 from tiny import random_model, tiny_config
 
-from diffill.model.sampler import Cancelled, categorical_entropy, trim_after_eos
+from diffill.model.draws import categorical_entropy
+from diffill.model.sampler import Cancelled, trim_after_eos
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +197,7 @@ def test_first_allowed_restricts_the_first_token_only(model):
 
 
 def test_inverse_cdf_draws_follow_the_distribution():
-    from diffill.model.sampler import inverse_cdf_sample
+    from diffill.model.draws import inverse_cdf_sample
 
     probs = torch.tensor([0.0, 0.1, 0.0, 0.6, 0.3]).repeat(4000, 1)
     draws = inverse_cdf_sample(probs, torch.Generator().manual_seed(0))
