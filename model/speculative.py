@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .beam import restrict
 from .cache import KVCache
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
@@ -49,14 +50,6 @@ class Speculation:
 def log_mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
     """log of the probability of any of `ids` in a row of log-probabilities."""
     return float(torch.logsumexp(logp.index_select(0, torch.as_tensor(list(ids), device=logp.device)), 0))
-
-
-def _restrict(logp: torch.Tensor, ids: Sequence[int] | None) -> torch.Tensor:
-    """`logp` [V] with every id outside `ids` at -inf (`ids` None: as is)."""
-    if ids is None:
-        return logp
-    keep = torch.as_tensor(ids, dtype=torch.long, device=logp.device)
-    return torch.full_like(logp, float("-inf")).index_copy_(0, keep, logp[keep])
 
 
 class Speculator:
@@ -140,7 +133,7 @@ class Speculator:
                 if mix is not None:
                     row = mix.mix(out, row)
                 limit = allowed(out) if allowed is not None else None
-                free, row = row, _restrict(row, limit)
+                free, row = row, restrict(row, limit)
                 if not bool(torch.isfinite(row).any()):  # nothing allowed: the answer ends here
                     done = True
                     break
