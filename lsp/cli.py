@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-# A daemon beside an editor and a compiler must not spin-wait on shared cores (10-20x slowdowns otherwise).
+# A daemon beside an editor and a compiler must not spin-wait on shared cores (docs/benchmarks.md, model core).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
