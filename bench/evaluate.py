@@ -17,8 +17,9 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from diffill.infill import edits
 from diffill.infill.around.workspace import WorkspaceIndex
@@ -31,6 +32,7 @@ from diffill.infill.options import EngineOptions
 from diffill.infill.policy import CompletionPolicy
 from diffill.infill.signatures import SignatureTracker, signature_at
 from diffill.infill.trace import Trace
+from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
 
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
@@ -247,11 +249,62 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return mean
 
 
+def daemon_settings(**changes: Any) -> Settings:
+    """The daemon's default settings with the `changes` that are given (not None): what a benchmark measures is
+    what ships unless it says otherwise."""
+    return replace(Settings(), **{name: value for name, value in changes.items() if value is not None})
+
+
+def eval_options(
+    loaded: runtime.LoadedModel,
+    steps: int | None = None,
+    canvas: int = 0,
+    line_canvas: int = 0,
+    prompt_tokens: int = 256,
+    draft: str = "model",
+    min_confidence: float = -1.0,
+    token_healing: bool = True,
+    draft_candidates: int = 0,
+    copy_prior: float | None = None,
+    speculative: bool | None = None,
+    decoder_drafts: bool | None = None,
+    latency_budget: float | None = 200.0,
+) -> EngineOptions:
+    """The options `diffill eval` runs with: the daemon's (lsp.settings.engine_options over the default settings
+    and the model's card) with each flag that is given on top; files are evaluated alone (no cross-file context:
+    `bench context` measures it). `latency_budget` None: no deadline."""
+    settings = daemon_settings(
+        steps=steps,
+        canvas_length=canvas,
+        max_prompt_tokens=prompt_tokens,
+        min_confidence=min_confidence,
+        draft_candidates=draft_candidates,
+    )
+    experiment: dict[str, Any] = {"context_tokens": 0}  # files are evaluated alone (bench context measures it)
+    if latency_budget is None:
+        experiment["latency_budget_ms"] = None  # no deadline
+    else:
+        settings = replace(settings, latency_budget_ms=int(latency_budget))
+    if line_canvas:
+        experiment["line_canvas_length"] = line_canvas
+    if draft != "model":
+        experiment["draft"] = draft
+    if not token_healing:
+        experiment["token_healing"] = False
+    if copy_prior is not None:
+        experiment["copy_prior"] = copy_prior if copy_prior >= 0 else None  # < 0: no copies
+    if speculative is not None:  # None: the engine's default
+        experiment["speculative"] = speculative
+    if decoder_drafts is not None:  # None: the model's card
+        experiment["decoder_drafts"] = decoder_drafts
+    return engine_options(settings, loaded, **experiment)
+
+
 def run(
     root: str | list[str],
     n: int = 200,
     seed: int = 0,
-    steps: int = 8,
+    steps: int | None = None,
     canvas: int = 0,
     model: str = "",
     out: Callable[[str], None] = print,
@@ -280,22 +333,20 @@ def run(
     if draft_margin != "model":  # "off": drafts are denoised like noise; a number: kept, changed past the margin
         margin = None if draft_margin == "off" else float(draft_margin)
         loaded.model.sampler = dataclasses.replace(loaded.model.sampler, draft_margin=margin)
-    knobs = {"draft": draft, "min_confidence": min_confidence, "draft_candidates": draft_candidates}
-    unset = {"draft": "model", "min_confidence": -1.0, "draft_candidates": 0}  # these keep the card's value
-    copies = {} if copy_prior is None else {"copy_prior": copy_prior if copy_prior >= 0 else None}  # < 0: none
-    options = EngineOptions.from_card(
+    options = eval_options(
         loaded,
         steps=steps,
-        canvas_length=canvas or None,  # 0: the model's own
-        line_canvas_length=line_canvas or None,  # 0: as the other spans
-        max_prompt_tokens=prompt_tokens,
+        canvas=canvas,
+        line_canvas=line_canvas,
+        prompt_tokens=prompt_tokens,
+        draft=draft,
+        min_confidence=min_confidence,
         token_healing=token_healing,
-        context_tokens=0,  # files are evaluated alone (bench context measures the context)
-        **({} if speculative is None else {"speculative": speculative}),  # None: the engine's default
-        **({} if decoder_drafts is None else {"decoder_drafts": decoder_drafts}),  # None: the model's card
-        latency_budget_ms=latency_budget,
-        **copies,
-        **{k: v for k, v in knobs.items() if v != unset[k]},
+        draft_candidates=draft_candidates,
+        copy_prior=copy_prior,
+        speculative=speculative,
+        decoder_drafts=decoder_drafts,
+        latency_budget=latency_budget,
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     engine.warm_up()  # as the daemon does at load
@@ -459,12 +510,13 @@ def edit_cases(root: str, n: int, seed: int) -> list[tuple[str, str, int, str, s
 
 
 def run_edits(
-    root: str, n: int = 50, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
+    root: str, n: int = 50, seed: int = 0, steps: int | None = None, model: str = "", out: Callable[[str], None] = print
 ) -> dict:
     """Edit acceptance: the share of renames whose proposed edit renames exactly the later uses."""
 
     loaded = runtime.load(model, "auto")
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(None, steps=steps), loaded.memory)
+    options = engine_options(daemon_settings(steps=steps), loaded)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     accepted = proposed = baseline = 0
     latencies = []
     cases = edit_cases(root, n, seed)
@@ -662,7 +714,7 @@ def context_cases(root: str, n: int, seed: int) -> list[Case]:
 
 
 def run_context(
-    root: str, n: int = 40, seed: int = 0, steps: int = 8, model: str = "", out: Callable[[str], None] = print
+    root: str, n: int = 40, seed: int = 0, steps: int | None = None, model: str = "", out: Callable[[str], None] = print
 ) -> dict:
     """Exact match and the right name on cross-file cases: the model alone, with known names from the
     workspace, and with those plus the definitions as prompt context."""
@@ -676,7 +728,7 @@ def run_context(
     # with known names and the definitions packed into the prompt as context (what the daemon does).
     for label, budget, names in (("alone", 0, False), ("names", 0, True), ("context", 96, True)):
         extra = {} if names else {"symbol_prior": None}
-        options = EngineOptions.from_card(loaded, steps=steps, context_tokens=budget, **extra)
+        options = engine_options(daemon_settings(steps=steps), loaded, context_tokens=budget, **extra)
         engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)  # as the daemon sets it up
         engine.workspace = index
         exact = name_ok = 0

@@ -117,20 +117,21 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
     return replace(base, **changes)
 
 
-def engine_options(settings: Settings, card: LoadedModel | None) -> EngineOptions:
+def engine_options(settings: Settings, card: LoadedModel | None, **experiment: Any) -> EngineOptions:
     """The engine's options for these settings over a loaded model's card: its draft mode, its answer cut-off
-    unless the user set one, cross-file context only for models trained with it (the daemon and `diffill
-    complete` both answer with these)."""
+    unless the user set one, cross-file context only for models trained with it. The daemon, `diffill complete`,
+    `diffill eval` and the benchmarks all build them here, so that what is measured is what ships; `experiment`:
+    engine knobs a benchmark sets on top (flat names, as EngineOptions.from_card takes them; the daemon sets
+    none)."""
     from diffill.infill.options import EngineOptions
 
     user: dict[str, Any] = {"min_confidence": settings.min_confidence} if settings.min_confidence >= 0 else {}
     if settings.draft_candidates:
         user["draft_candidates"] = settings.draft_candidates
-    return EngineOptions.from_card(
-        card,
-        steps=settings.steps,
-        canvas_length=settings.canvas_length or None,
-        max_prompt_tokens=settings.max_prompt_tokens,
-        latency_budget_ms=settings.latency_budget_ms,
-        **user,
-    )
+    chosen = {
+        "steps": settings.steps,
+        "canvas_length": settings.canvas_length or None,
+        "max_prompt_tokens": settings.max_prompt_tokens,
+        "latency_budget_ms": settings.latency_budget_ms,
+    }
+    return EngineOptions.from_card(card, **(chosen | user | experiment))

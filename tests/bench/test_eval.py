@@ -141,3 +141,20 @@ def test_block_cases_remove_a_function_body_and_keep_its_docstring():
     assert case.text[case.offset :].startswith("\n\n\nx = 1")
     assert make_block_case("m.js", text, random.Random(0)) is None
     assert make_block_case("m.py", "x = 1\n", random.Random(0)) is None
+
+
+def test_eval_measures_what_ships():
+    """`diffill eval` with no flags runs the daemon's options (the default settings over the model's card), less
+    the cross-file context it leaves to `bench context`; a flag changes its knob alone."""
+    from dataclasses import replace
+
+    from diffill.bench.evaluate import eval_options
+    from diffill.lsp.settings import Settings, engine_options
+    from diffill.model import runtime
+
+    loaded = runtime.load("", "cpu")
+    daemon = engine_options(Settings(), loaded)
+    assert eval_options(loaded) == replace(daemon, prompt=replace(daemon.prompt, context_tokens=0))
+    wider = eval_options(loaded, line_canvas=32, latency_budget=None)
+    assert wider.drafts.line_canvas_length == 32 and wider.budget.latency_budget_ms is None
+    assert replace(wider, drafts=daemon.drafts, budget=daemon.budget) == eval_options(loaded)
