@@ -18,7 +18,7 @@ from .loader import load_model, resolve_checkpoint
 from .ngram import NgramMixer
 from .quant import QuantSpec, lay_out_for_kernels
 from .quant_io import QuantizeOnLoad, quantization_entry
-from .sampler import GenerationOutput, SamplerConfig, cut_at_doubt, generate, trim_after_eos
+from .sampler import GenerationOutput, SamplerConfig, before_unsure, generate, trim_after_eos
 from .speculative import Allowed, Extensions, log_mass
 
 
@@ -107,7 +107,7 @@ class DiffusionModel:
             first_allowed,
             **sampler_overrides,
         )
-        tokens = cut_at_doubt(out.tokens, out.confidence, min_confidence)
+        tokens = before_unsure(out.tokens, out.confidence, min_confidence)
         if trim:
             return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
         return tokens

@@ -309,7 +309,7 @@ def generate(
     return GenerationOutput(tokens=new, steps=steps, canvases=b + 1, confidence=confidence)
 
 
-def cut_at_doubt(tokens: list[int], confidence: list[float], threshold: float) -> list[int]:
+def before_unsure(tokens: list[int], confidence: list[float], threshold: float) -> list[int]:
     """The tokens before the first one the model gave a probability under `threshold`: a weak model's canvas
     is often right at its start and noise after, and a shorter right answer beats a long wrong one."""
     if threshold <= 0:

@@ -178,12 +178,12 @@ def test_min_confidence_cuts_before_the_first_doubtful_token(model):
     assert model.generate([2, 10, 11], max_new_tokens=8, seed=2, canvas_length=8, eos_token_ids=[]) == full.tokens
 
 
-def test_cut_at_doubt():
-    from diffill.model.sampler import cut_at_doubt
+def test_a_denoised_canvas_ends_before_its_first_unsure_token():
+    from diffill.model.sampler import before_unsure
 
-    assert cut_at_doubt([5, 6, 7], [0.9, 0.2, 0.9], 0.5) == [5]
-    assert cut_at_doubt([5, 6, 7], [0.9, 0.6, 0.9], 0.5) == [5, 6, 7]
-    assert cut_at_doubt([5, 6, 7], [0.1, 0.9, 0.9], 0.0) == [5, 6, 7]  # 0 = off
+    assert before_unsure([5, 6, 7], [0.9, 0.2, 0.9], 0.5) == [5]
+    assert before_unsure([5, 6, 7], [0.9, 0.6, 0.9], 0.5) == [5, 6, 7]
+    assert before_unsure([5, 6, 7], [0.1, 0.9, 0.9], 0.0) == [5, 6, 7]  # 0 = off
 
 
 def test_first_allowed_restricts_the_first_token_only(model):
