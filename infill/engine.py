@@ -206,7 +206,15 @@ class CompletionEngine:
         cut_from = request.unhealed(self.tokenizer.decode(ids)) if cut is not None else ""
         offset = request.offset
         at = Candidate.at(
-            doc.text, offset, request.span, doc.language, raw, doc.tree, cut_from, doc.source, doc.byte_offset(offset)
+            doc.text,
+            offset,
+            request.span,
+            doc.language,
+            raw,
+            tree=doc.tree,
+            whole=cut_from,
+            source=doc.source,
+            offset_byte=doc.byte_offset(offset),
         )
         out = postprocess(at)
         if not out.text and out.replace_end == offset:

@@ -45,6 +45,7 @@ class Candidate:
         span: Span,
         language: str | None,
         text: str,
+        *,
         tree: Any = None,
         whole: str = "",
         source: bytes | None = None,

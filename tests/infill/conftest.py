@@ -37,7 +37,7 @@ def candidate() -> Callable[[str | None, str, str], Candidate]:
     def make(language: str | None, src: str, raw: str, with_tree: bool = False) -> Candidate:
         text, offset = split_cursor(src)
         doc = SyntaxDocument(text, language)
-        return Candidate.at(text, offset, select_span(doc, offset), language, raw, doc.tree if with_tree else None)
+        return Candidate.at(text, offset, select_span(doc, offset), language, raw, tree=doc.tree if with_tree else None)
 
     return make
 

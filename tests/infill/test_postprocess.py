@@ -19,7 +19,7 @@ from diffill.infill.spans import select_span
 
 def complete(doc: SyntaxDocument, offset: int, raw: str) -> Candidate:
     """The edit the filters make of `raw` inserted at `offset`, on the span the engine would choose there."""
-    return postprocess(Candidate.at(doc.text, offset, select_span(doc, offset), doc.language, raw, doc.tree))
+    return postprocess(Candidate.at(doc.text, offset, select_span(doc, offset), doc.language, raw, tree=doc.tree))
 
 
 GO_FUNC = "package main\n\nfunc f(x int) int {\n\t<CURSOR>\n}\n"

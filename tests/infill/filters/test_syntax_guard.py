@@ -99,9 +99,9 @@ def test_incremental_reparse_of_a_replacement_in_a_large_file():
     offset = text.index("(1, 2)")
     doc = SyntaxDocument(text, "python")
     span = select_span(doc, offset)
-    good = Candidate.at(text, offset, span, "python", "[3, 4])", doc.tree).with_text("[3, 4])", offset + 7)
+    good = Candidate.at(text, offset, span, "python", "[3, 4])", tree=doc.tree).with_text("[3, 4])", offset + 7)
     assert syntax_guard(good).text == "[3, 4])"  # replaces "(1, 2))" with no new error
-    bad = Candidate.at(text, offset, span, "python", "[3, 4", doc.tree).with_text("[3, 4", offset + 7)
+    bad = Candidate.at(text, offset, span, "python", "[3, 4", tree=doc.tree).with_text("[3, 4", offset + 7)
     assert syntax_guard(bad).text != "[3, 4"
 
 
@@ -188,8 +188,10 @@ def test_a_try_reparsed_from_the_document_tree_equals_a_fresh_parse_of_the_edite
         offset = rng.randrange(len(text) + 1)
         end = min(len(text), offset + rng.randrange(6))
         raw = "".join(rng.choice(["x", "(", ")", "\n", "    ", "é", "😀", ", ", ":"]) for _ in range(rng.randrange(5)))
-        known = (doc.source, doc.byte_offset(offset)) if with_bytes else (None, None)  # as the engine gives them
-        c = Candidate.at(text, offset, select_span(doc, offset), "python", raw, doc.tree, "", *known)
+        source, at = (doc.source, doc.byte_offset(offset)) if with_bytes else (None, None)  # as the engine gives
+        c = Candidate.at(
+            text, offset, select_span(doc, offset), "python", raw, tree=doc.tree, source=source, offset_byte=at
+        )
         c = c.with_text(raw, end)
         fresh = parser_for("python").parse(utf8(c.edited_text()))
         assert _nodes(_parse_edited(c)) == _nodes(fresh), (offset, end, raw)
