@@ -95,16 +95,16 @@ class DiffusionModel:
         `min_confidence` > 0 cuts the answer before the first token the model gave a lower probability."""
         out = self.generate_full(
             prompt_ids,
-            max_new_tokens,
-            seed,
-            steps,
-            canvas_length,
-            pinned,
-            cancel,
-            on_draft,
-            cache,
-            init,
-            first_allowed,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            steps=steps,
+            canvas_length=canvas_length,
+            pinned=pinned,
+            cancel=cancel,
+            on_draft=on_draft,
+            cache=cache,
+            init=init,
+            first_allowed=first_allowed,
             **sampler_overrides,
         )
         tokens = before_unsure(out.tokens, out.confidence, min_confidence)
@@ -116,6 +116,7 @@ class DiffusionModel:
     def generate_full(
         self,
         prompt_ids,
+        *,
         max_new_tokens: int = 256,
         seed: int | None = None,
         steps: int | None = None,
@@ -307,7 +308,7 @@ class DiffusionModel:
             for c in sorted(set(canvas_lengths)):
                 for first in (None, [2 % vocab]):
                     graphs.cache.reset()
-                    self.generate_full([2 % vocab] * 4, c, seed=0, steps=2, canvas_length=c, cache=graphs.cache,
+                    self.generate_full([2 % vocab] * 4, max_new_tokens=c, seed=0, steps=2, canvas_length=c, cache=graphs.cache,
                                        first_allowed=first)  # fmt: skip
             graphs.cache.reset()
         return graphs.held()
