@@ -17,6 +17,7 @@ from diffill.model.fim import build_prompt
 from .document import SyntaxDocument
 from .options import PromptOptions
 from .spans import Span, in_docstring, in_prose, select_span
+from .text import is_line_start, line_window
 from .vocabulary import Vocabulary
 
 CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token before tokenizing
@@ -74,10 +75,11 @@ def build_request(
     """The request at `offset` (within the text) with the cross-file `context` blocks in its prompt."""
     span = select_span(doc, offset)
     suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
-    line_head = doc.text[doc.text.rfind("\n", 0, offset) + 1 : offset]
-    heal = options.token_healing and (span.kind == "line" or not line_head.strip())  # mid-line, or a fresh line
+    start, _ = line_window(doc.text, offset)
+    fresh = is_line_start(doc.text, start) and not doc.text[start:offset].strip()  # nothing typed but indentation
+    heal = options.token_healing and (span.kind == "line" or fresh)
     prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
-    first = healing(healed, vocabulary, indentation=not line_head.strip())
+    first = healing(healed, vocabulary, indentation=fresh)
     first_ids = first([]) if first is not None else None
     among = typed_word(healed, vocabulary)
     prose = in_prose(doc, offset)
