@@ -49,10 +49,5 @@ class TypedAheadCache:
             return None
         return s.text[len(typed) :], offset + s.replaced
 
-    def declined(self, uri: str, text: str, offset: int) -> str | None:
-        """The rest of the ghost text the user typed along to `offset` instead of accepting it, or None."""
-        typed_along = self.lookup(uri, text, offset)
-        return typed_along[0] if typed_along is not None else None
-
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)

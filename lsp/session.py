@@ -208,8 +208,9 @@ class Session:
     ) -> tuple[DocState, Completion] | None:
         """The completion at (line, character) in `uri`, or None (disabled, unknown document, stale, no answer).
         `ghost`: the answer is shown as ghost text (inline completion), which the user accepts with one key; one
-        they typed along instead is declined, and an answer that would show its rest again is not given (a popup's
-        item is served on from the cache while the user types the word it completes)."""
+        they typed along instead is declined, and an answer that would show its rest again keeps only the word being
+        typed, or is not given (infill.declined; a popup's item is served on from the cache while the user types the
+        word it completes)."""
         self.stats["requests"] += 1
         state = self.docs.get(uri)
         if state is None:
@@ -282,9 +283,8 @@ class Session:
         self.last_latency_ms = state.last_latency_ms = (time.perf_counter() - started) * 1e3
         if result is None:
             return None
-        declined = self.cache.declined(uri, text, offset) if ghost else None
-        if declined is not None:
-            shown = after_declined(result, offset, declined, text)
+        if hit is not None:  # ghost text the user typed along: declined (hit: the rest of it)
+            shown = after_declined(result, offset, hit[0], text)
             self.stats["declined"] += shown is not result
             if shown is None:  # the suggestion typed along stays in the cache: typing on along it declines it still
                 return None

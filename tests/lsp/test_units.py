@@ -91,15 +91,6 @@ def test_typed_ahead_cache():
     assert c.lookup("u", "x = foo(a\ny", 9) is None
 
 
-def test_the_rest_of_ghost_text_typed_along_is_what_was_declined():
-    c = TypedAheadCache()
-    c.remember("u", "x = foo(\ny", 8, "a, b)", 8)
-    assert c.declined("u", "x = foo(a\ny", 9) == ", b)"
-    assert c.declined("u", "x = foo(z\ny", 9) is None  # typed something else: not along it
-    assert c.declined("u", "x = foo(a, b)\ny", 13) is None  # typed it all
-    assert c.declined("v", "x = foo(a\ny", 9) is None
-
-
 def test_typed_ahead_cache_with_replaced_tail():
     c = TypedAheadCache()
     c.remember("u", "print()\n", 6, '"hi")', 7)  # replaces the ")" after the cursor
