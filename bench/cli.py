@@ -81,14 +81,14 @@ def _bench_soak(args: argparse.Namespace) -> int:
 
 
 def _bench_context(args: argparse.Namespace) -> int:
-    from diffill.bench.evaluate import run_context
+    from diffill.bench.context import run_context
 
     run_context(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
     return 0
 
 
 def _bench_edits(args: argparse.Namespace) -> int:
-    from diffill.bench.evaluate import run_edits
+    from diffill.bench.edits import run_edits
 
     run_edits(args.root, n=args.n, seed=args.seed, steps=args.steps, model=args.model)
     return 0

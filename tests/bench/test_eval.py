@@ -4,7 +4,9 @@ import random
 
 import pytest
 
-from diffill.bench.evaluate import context_cases, draw_cases, edit_cases, edit_similarity, make_case, score
+from diffill.bench.context import context_cases
+from diffill.bench.edits import edit_cases
+from diffill.bench.evaluate import draw_cases, edit_similarity, make_case, score
 
 LIB = "def parse_header(line):\n    return line.split(':', 1)\n"
 APP = (
@@ -76,7 +78,7 @@ def main(url, timeout):
 def test_signature_cases_and_their_acceptance(tmp_path):
     """Typed-back cases remove the parameter from the list and from the calls that pass it on (only those);
     deleted cases expect every call's argument in that slot gone. The rule accepts both."""
-    from diffill.bench.evaluate import run_signature_edits, signature_cases
+    from diffill.bench.edits import run_signature_edits, signature_cases
 
     for i in range(2):
         (tmp_path / f"m{i}.py").write_text(SIGNATURES)
