@@ -7,8 +7,10 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from .. import ranking
+from ..around.chunks import Chunk
 from ..around.prompt_context import IDENT_TAIL, query_terms
 from ..around.workspace import IDENT, WorkspaceIndex
 from ..prompted import PromptedModel
@@ -16,6 +18,11 @@ from ..prompted import PromptedModel
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
 ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `from .x`, `..`, `...`)
 ATTRIBUTE_OWNER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.$")  # `self.` at the cursor: its attributes are candidates
+MODULE_OWNER = re.compile(r"([A-Za-z_]\w*)\.$")  # `units.` or `pkg.units.` before the typed word: a module, maybe
+FROM_IMPORT = re.compile(r"^[ \t]*from\s+(?:[\w.]*\.)?(\w+)\s+import\s+[\w\s,()]*$", re.M)  # `from units import a, `
+IMPORTS_HEAD = 20_000  # characters at a file's head where its star imports are looked for
+STAR_IMPORT = re.compile(r"^from\s+(?:[\w.]*\.)?(\w+)\s+import\s+\*", re.M)  # the module a file star-imports
+WORKSPACE_NAMES = 32  # workspace definitions searched for the typed word, before those of the module in use are kept
 SYMBOL_WINDOW = 8000  # characters before the cursor whose identifiers are candidates for the word being typed
 MAX_SYMBOLS = 8
 
@@ -60,10 +67,28 @@ def known_names(
     near = Counter(w for w in used if w.startswith(typed) and w != typed)
     names = [w for w, _ in near.most_common(MAX_SYMBOLS)]
     if workspace is not None:
-        chunks = workspace.search(query_terms(text, offset), exclude_path=path, k=8, prefix=typed)
-        names += [c.name for c in chunks if c.name.startswith(typed) and c.name != typed]
+        chunks = workspace.search(query_terms(text, offset), exclude_path=path, k=WORKSPACE_NAMES, prefix=typed)
+        chunks = _from_modules_in_use(chunks, text, start)
+        names += [c.name for c in chunks[:MAX_SYMBOLS] if c.name.startswith(typed) and c.name != typed]
     names = list(dict.fromkeys(names))[:MAX_SYMBOLS]
     return KnownNames(healed, typed, names, prior) if names else None
+
+
+def _from_modules_in_use(chunks: list[Chunk], text: str, start: int) -> list[Chunk]:
+    """The workspace definitions a name typed at `start` can mean, when the code says which module it comes from:
+    after `mod.` or in `from mod import`, those of the module `mod` (when the workspace has one of that name); a
+    bare name, those of the
+    modules the file star-imports at its head (when any of them has one). Else all of them."""
+    owner = MODULE_OWNER.search(text, max(0, start - 64), start) or FROM_IMPORT.search(text, max(0, start - 256), start)
+    modules = {owner.group(1)} if owner else set(STAR_IMPORT.findall(text, 0, min(start, IMPORTS_HEAD)))
+    mine = [c for c in chunks if _module(c.path) in modules]
+    return mine or chunks
+
+
+def _module(path: str) -> str:
+    """The module name a file defines (its stem; a package's `__init__` is the package)."""
+    p = PurePath(path)
+    return p.parent.name if p.stem == "__init__" else p.stem
 
 
 def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) -> list[int] | None:

@@ -106,3 +106,32 @@ def test_no_cut_or_no_known_names_leave_the_answer_as_it_is():
     known = KnownNames(" convert_psi_", "convert_psi_", ["convert_psi_to_kilopascal"], PRIOR)
     assert whole_name(_Texts(tok), ids, None, known) is None  # the model believed it all
     assert whole_name(_Texts(tok), ids, cut, None) == cut
+
+
+def test_workspace_names_come_from_the_module_the_code_names(tmp_path):
+    """`units.convert_psi_` and `from units import *` say which module the name is from: another module's
+    `convert_psi_to_bar` is no candidate there (it would make the whole name ambiguous), but stays one for a bare
+    name in a file that imports neither."""
+    from diffill.infill.around.workspace import WorkspaceIndex
+
+    (tmp_path / "units.py").write_text("def convert_psi_to_kilopascal(psi):\n    return psi * 6.9\n")
+    (tmp_path / "gauges.py").write_text("def convert_psi_to_bar(psi):\n    return psi / 14.5\n")
+    index = WorkspaceIndex([tmp_path])
+    index.scan()
+    new = str(tmp_path / "main.py")
+    for text in (
+        "import units\n\n\nx = units.convert_psi_",
+        "from units import *\n\n\nx = convert_psi_",
+        "from units import convert_psi_",
+        "from units import (\n    convert_kilopascal_to_psi,\n    convert_psi_",
+    ):
+        assert known_names(text, len(text), "", index, new, PRIOR).names == ["convert_psi_to_kilopascal"], text
+    bare = "import os\n\n\nx = convert_psi_"
+    assert sorted(known_names(bare, len(bare), "", index, new, PRIOR).names) == [
+        "convert_psi_to_bar",
+        "convert_psi_to_kilopascal",
+    ]
+    dotted = "import tools.units\n\n\nx = tools.units.convert_psi_"  # the module is the last name before the dot
+    assert known_names(dotted, len(dotted), "", index, new, PRIOR).names == ["convert_psi_to_kilopascal"]
+    other = "import gauges\n\n\nx = gauges.convert_psi_"
+    assert known_names(other, len(other), "", index, new, PRIOR).names == ["convert_psi_to_bar"]
