@@ -211,8 +211,21 @@ def run(tcp_port: int | None = None, early: EarlyStart | None = None) -> None:
         server.start_io(BoundedReader(stdin))
     else:
         serve_tcp(server, "127.0.0.1", tcp_port)  # loopback only: never reachable from another machine
-    if server.protocol.exit_code:  # LSP: `exit` without `shutdown` ends with 1
-        sys.exit(server.protocol.exit_code)
+    end_now(server.protocol.exit_code or 0)  # LSP: `exit` without `shutdown` ends with 1
+
+
+def end_now(code: int) -> None:
+    """Ends the process with `code`, skipping the interpreter's teardown: a model still loading on its thread when
+    the editor says `exit` (torch's C++ thread pools at work) made the teardown abort the process (SIGABRT,
+    "terminate called without an active exception") instead of exiting with the code the editor expects. Nothing
+    is left to save: the documents are the editor's, the answers have been written."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the editor closed the pipe
+            pass
+    os._exit(code)
 
 
 if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered in normal use
