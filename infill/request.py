@@ -75,8 +75,7 @@ def build_request(
     """The request at `offset` (within the text) with the cross-file `context` blocks in its prompt."""
     span = select_span(doc, offset)
     suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
-    start, _ = line_window(doc.text, offset)
-    fresh = is_line_start(doc.text, start) and not doc.text[start:offset].strip()  # nothing typed but indentation
+    fresh = fresh_indentation(doc.text, offset) is not None
     heal = options.token_healing and (span.kind == "line" or fresh)
     prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
     first = healing(healed, vocabulary, indentation=fresh)
@@ -108,10 +107,10 @@ def prompt_ids(
     suffix_ids = _suffix_ids(suffix, vocabulary, options.max_suffix_tokens)
     blocks = [tokenizer.encode(b) for b in context]
     healed = ""
-    line_head = prefix[prefix.rfind("\n") + 1 :]
-    fresh = heal and not line_head.strip()
+    indentation = fresh_indentation(prefix, len(prefix)) if heal else None
+    fresh = indentation is not None
     if fresh:  # a line with nothing typed but its indentation: the prompt ends at the line start, as in training
-        prefix, healed = prefix[: len(prefix) - len(line_head)], line_head
+        prefix, healed = prefix[: len(prefix) - len(indentation)], indentation
     prefix_ids = tokenizer.encode(prefix)
     if heal and not fresh and len(prefix_ids) > 1:
         last = tokenizer.decode(prefix_ids[-1:])
@@ -128,6 +127,13 @@ def prompt_ids(
                 prefix_ids, healed, taken = prefix_ids[:-1], piece + healed, taken + 1
     prompt = build_prompt(prefix_ids, suffix_ids, options.max_prompt_tokens, options.max_suffix_tokens, context=blocks)
     return prompt, healed
+
+
+def fresh_indentation(text: str, offset: int) -> str | None:
+    """The indentation before `offset` when nothing else is typed on its line (a fresh line), else None."""
+    start, _ = line_window(text, offset)
+    head = text[start:offset]
+    return head if is_line_start(text, start) and not head.strip() else None
 
 
 def healing(healed: str, vocabulary: Vocabulary, indentation: bool = False) -> Constraint | None:
