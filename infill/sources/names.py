@@ -77,8 +77,8 @@ def known_names(
 def _from_modules_in_use(chunks: list[Chunk], text: str, start: int) -> list[Chunk]:
     """The workspace definitions a name typed at `start` can mean, when the code says which module it comes from:
     after `mod.` or in `from mod import`, those of the module `mod` (when the workspace has one of that name); a
-    bare name, those of the
-    modules the file star-imports at its head (when any of them has one). Else all of them."""
+    bare name, those of the modules the file star-imports at its head (when any of them has one). Else all of
+    them."""
     owner = MODULE_OWNER.search(text, max(0, start - 64), start) or FROM_IMPORT.search(text, max(0, start - 256), start)
     modules = {owner.group(1)} if owner else set(STAR_IMPORT.findall(text, 0, min(start, IMPORTS_HEAD)))
     mine = [c for c in chunks if _module(c.path) in modules]
@@ -96,10 +96,8 @@ def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) ->
     model scores each name and its own word (log-probability after the prompt); a name wins unless the model's
     own word leads it by more than the prior."""
     text = asked.decode(draft)
-    if not text.startswith(known.healed):
-        return None
-    own = known.typed + WORD_HEAD.match(text, len(known.healed)).group(0)
-    if own in known.names:
+    own = _answer_word(text, known)
+    if own is None or own in known.names:
         return None
     options = [own] + known.names
     encoded = [asked.encode(known.healed + name[len(known.typed) :]) for name in options]
@@ -108,6 +106,14 @@ def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) ->
     if ranking.trails(scores[top], known.prior, scores[0]):
         return None
     return encoded[top]
+
+
+def _answer_word(text: str, known: KnownNames) -> str | None:
+    """The word an answer's text (after the prompt) makes of the word being typed, or None when the answer does not
+    start with the healed text."""
+    if not text.startswith(known.healed):
+        return None
+    return known.typed + WORD_HEAD.match(text, len(known.healed)).group(0)
 
 
 def whole_name(
@@ -120,11 +126,9 @@ def whole_name(
     if cut is None or known is None:
         return cut
     text, shown = asked.decode(ids), asked.decode(cut)
-    if not text.startswith(known.healed):
-        return cut
-    own = known.typed + WORD_HEAD.match(text, len(known.healed)).group(0)
+    own = _answer_word(text, known)
     written = known.typed + shown[len(known.healed) :]  # (the cut may end inside the typed word's tokens)
-    if own not in known.names or not own.startswith(written) or own == written:
+    if own is None or own not in known.names or not own.startswith(written) or own == written:
         return cut
     agreeing = [name for name in known.names if name.startswith(written)]
     end = len(os.path.commonprefix(agreeing)) - len(known.typed)
