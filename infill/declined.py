@@ -12,6 +12,7 @@ import re
 from .completion import Completion
 
 WORD_HEAD = re.compile(r"\w*")
+WORD_CHAR = re.compile(r"\w")
 
 
 def after_declined(answer: Completion, offset: int, declined: str, text: str) -> Completion | None:
@@ -20,7 +21,7 @@ def after_declined(answer: Completion, offset: int, declined: str, text: str) ->
     when that is shorter than the rest, else None."""
     if answer.start != offset or not answer.text.startswith(declined):
         return answer
-    if not WORD_HEAD.fullmatch(text[offset - 1 : offset]) or offset == 0:
+    if not WORD_CHAR.match(text, max(0, offset - 1), offset):  # no word being typed (nor any at the text's start)
         return None
     word = WORD_HEAD.match(answer.text).group(0)
     if not word or len(word) >= len(declined):
