@@ -23,26 +23,36 @@ from diffill.infill.text import line_bounds
 from diffill.infill.trace import Trace
 
 
-def _utf16(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
+def position(text: str, offset: int) -> types.Position:
+    """The LSP position (UTF-16 characters) of a string offset."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return types.Position(text.count("\n", 0, offset), len(text[line_start:offset].encode("utf-16-le")) // 2)
 
 
-def _position(text: str, offset: int) -> types.Position:
-    before = text[:offset]
-    line = before.count("\n")
-    return types.Position(line=line, character=_utf16(before[before.rfind("\n") + 1 :]))
-
-
-def _initialize_params(root: str, settings: dict) -> types.InitializeParams:
-    """As an editor opens a project: the bench's folder is the workspace (files beside a document are read only
+def initialize_params(roots: str | list[str], settings: dict) -> types.InitializeParams:
+    """As an editor opens a project: the bench's folders are the workspace (files beside a document are read only
     inside it)."""
-    uri = Path(root).resolve().as_uri()
+    folders = [
+        types.WorkspaceFolder(uri=Path(r).resolve().as_uri(), name=Path(r).name)
+        for r in ([roots] if isinstance(roots, str) else roots)
+    ]
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(),
         initialization_options=settings,
-        root_uri=uri,
-        workspace_folders=[types.WorkspaceFolder(uri=uri, name=Path(root).name)],
+        root_uri=folders[0].uri,
+        workspace_folders=folders,
     )
+
+
+async def wait_read(client: LanguageClient, timeout_s: float = 30.0) -> None:
+    """Until the server has read the files beside the documents just opened (diffill/status `warming`): a user
+    reads a file before typing in it (the first completion right after opening a new folder is slower: see
+    docs/benchmarks.md)."""
+    t0 = time.perf_counter()
+    while getattr(await client.protocol.send_request_async("diffill/status", None), "warming", 0):
+        if time.perf_counter() - t0 > timeout_s:
+            break
+        await asyncio.sleep(0.01)
 
 
 async def _run(
@@ -60,7 +70,7 @@ async def _run(
     client = LanguageClient("diffill-bench", "1")
     launched = time.perf_counter()
     await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
-    await client.initialize_async(_initialize_params(root, settings))
+    await client.initialize_async(initialize_params(root, settings))
     initialized_ms = (time.perf_counter() - launched) * 1e3
     client.initialized(types.InitializedParams())
     while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
@@ -92,15 +102,8 @@ async def _run(
                 types.TextDocumentItem(uri=uri, language_id=lang, version=1, text=start_text)
             )
         )
-        pos = _position(start_text, typed_at)
-        # A user reads a file before typing in it: keystrokes are timed once the server has read the files beside
-        # it (diffill/status `warming`; the first completion right after opening a new folder is slower: see
-        # docs/benchmarks.md)
-        t_open = time.perf_counter()
-        while getattr(await client.protocol.send_request_async("diffill/status", None), "warming", 0):
-            if time.perf_counter() - t_open > 30:
-                break
-            await asyncio.sleep(0.01)
+        pos = position(start_text, typed_at)
+        await wait_read(client)  # keystrokes are timed once the server has read the files beside it
         t0 = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
@@ -113,7 +116,7 @@ async def _run(
         res = await client.text_document_inline_completion_async(
             types.InlineCompletionParams(
                 text_document=types.TextDocumentIdentifier(uri),
-                position=_position(case.text, case.offset),
+                position=position(case.text, case.offset),
                 context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
             )
         )
@@ -192,7 +195,7 @@ async def _typing(root: str, n: int, seed: int, settings: dict, out: Callable[[s
             lines.append((path, filler + "\n".join(rows[:i]) + "\n", rows[i], "\n" + "\n".join(rows[i + 1 :])))
     client = LanguageClient("diffill-bench", "1")
     await client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
-    await client.initialize_async(_initialize_params(root, settings))
+    await client.initialize_async(initialize_params(root, settings))
     client.initialized(types.InitializedParams())
     while not getattr(await client.protocol.send_request_async("diffill/status", None), "ready", False):
         await asyncio.sleep(0.05)

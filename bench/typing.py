@@ -29,6 +29,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffill.bench.evaluate import source_texts
+from diffill.bench.lsp import initialize_params, position, wait_read
 from diffill.infill.languages import language_for
 
 MAX_FILE_CHARS = 300_000  # bigger files are left out of the cases (`diffill bench lsp --big` times those)
@@ -220,11 +221,6 @@ def line_oracle(case: TypingCase) -> Suggest:
 # ---------------------------------------------------------------- the daemon
 
 
-def _utf16_position(text: str, offset: int) -> types.Position:
-    line_start = text.rfind("\n", 0, offset) + 1
-    return types.Position(text.count("\n", 0, offset), len(text[line_start:offset].encode("utf-16-le")) // 2)
-
-
 def _offset(text: str, pos: types.Position) -> int:
     """The string offset of an LSP position (UTF-16 characters)."""
     start = 0
@@ -252,15 +248,7 @@ class Daemon:
 
     async def start(self) -> None:
         await self.client.start_io(sys.executable, "-m", "diffill.lsp.cli", "serve")
-        folders = [types.WorkspaceFolder(uri=Path(r).resolve().as_uri(), name=Path(r).name) for r in self.roots]
-        await self.client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                initialization_options=self.settings,
-                root_uri=folders[0].uri,
-                workspace_folders=folders,
-            )
-        )
+        await self.client.initialize_async(initialize_params(self.roots, self.settings))
         self.client.initialized(types.InitializedParams())
         launched = time.perf_counter()
         while not getattr(await self.client.protocol.send_request_async("diffill/status", None), "ready", False):
@@ -275,11 +263,7 @@ class Daemon:
         self.version = 1
         item = types.TextDocumentItem(uri=self.uri, language_id=case.language, version=1, text=text)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(item))
-        t0 = time.perf_counter()
-        while getattr(await self.client.protocol.send_request_async("diffill/status", None), "warming", 0):
-            if time.perf_counter() - t0 > 30:
-                break
-            await asyncio.sleep(0.01)
+        await wait_read(self.client)
 
     def close(self) -> None:
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(self.uri)))
@@ -289,7 +273,7 @@ class Daemon:
             t0 = time.perf_counter()
             if keystroke is not None:
                 before = document[: keystroke.at]  # the document the keystroke was typed into, up to it
-                pos = _utf16_position(before, keystroke.at)
+                pos = position(before, keystroke.at)
                 self.version += 1
                 self.client.text_document_did_change(
                     types.DidChangeTextDocumentParams(
@@ -302,7 +286,7 @@ class Daemon:
             res = await self.client.text_document_inline_completion_async(
                 types.InlineCompletionParams(
                     text_document=types.TextDocumentIdentifier(self.uri),
-                    position=_utf16_position(document, cursor),
+                    position=position(document, cursor),
                     context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
                 )
             )
