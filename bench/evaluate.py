@@ -25,7 +25,6 @@ from diffill.infill.document import SyntaxDocument, count_errors
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.languages import language_for
 from diffill.infill.options import EngineOptions
-from diffill.infill.policy import CompletionPolicy
 from diffill.infill.trace import Trace
 from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
@@ -345,7 +344,6 @@ def run(
     )
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     engine.warm_up()  # as the daemon does at load
-    policy = CompletionPolicy(engine)
     cases = draw_block_cases(root, n, rng) if blocks else draw_cases(root, n, rng)
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": [], "block": []}
@@ -362,7 +360,7 @@ def run(
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
         trace = Trace()
-        comp = policy.answer(doc, case.offset, path=case.path if siblings else None, trace=trace, start=t0)
+        comp = engine.answer(doc, case.offset, path=case.path if siblings else None, trace=trace, start=t0)
         latencies.append((time.perf_counter() - t0) * 1e3)
         traces[case.kind].append(trace)
         if comp is None:

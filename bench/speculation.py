@@ -61,10 +61,12 @@ def run(
             passes = loaded.model.net.passes
             t0 = time.perf_counter()
             if mode == "greedy":
-                tokens = loaded.model.ar_drafts(request.prompt, room, stops, cache, request.first, k=1, mix=mix)[0][0]
+                tokens = loaded.model.ar_drafts(
+                    request.prompt, room, stops, cache, request.healing.allowed, k=1, mix=mix
+                )[0][0]
                 greedy[i] = tokens
             else:
-                found = spec.greedy(request.prompt, room, stops, cache, request.first, mix)
+                found = spec.greedy(request.prompt, room, stops, cache, request.healing.allowed, mix)
                 tokens = found.tokens
                 got["first"] += found.accepted[:1]
                 got["later"] += found.accepted[1:]

@@ -34,22 +34,10 @@ class PassClock:
         per = ms / passes
         self.ms_per_pass = per if self.ms_per_pass is None else (1 - self.weight) * self.ms_per_pass + self.weight * per
 
-    def calibrate(self, model: DiffusionModel, prompt_tokens: int = 64, canvas: int = 16, reps: int = 3) -> float:
-        """Times the passes a completion makes (single-token encoder steps, a decoder pass over a canvas) on a
-        throwaway prompt; returns and keeps their mean cost in milliseconds."""
-        net = model.net
-        vocab = net.config.vocab_size
-        prompt = [2 + i % (vocab - 2) for i in range(prompt_tokens)]
-        graphs = getattr(net, "graphs", None)  # CUDA graphs: time the passes as completions will run them
-        cache = graphs.cache if graphs is not None else net.new_cache()
-        cache.truncate(0)
-        model.ar_drafts(prompt, 2, set(), cache)  # warm-up: first calls allocate
-        start, passes = time.perf_counter(), net.passes
-        for _ in range(reps):
-            model.ar_drafts(prompt, 4, set(), cache)
-            model.denoise_step(prompt, canvas, cache)
-        self.ms_per_pass = (time.perf_counter() - start) * 1e3 / max(1, net.passes - passes)
-        cache.truncate(0)  # (the working cache is left empty for the prompt cache's first owner)
+    def calibrate(self, model: DiffusionModel) -> float:
+        """Times the passes a completion makes on this machine (DiffusionModel.time_passes); returns and keeps
+        their mean cost in milliseconds."""
+        self.ms_per_pass = model.time_passes()
         return self.ms_per_pass
 
 

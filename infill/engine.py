@@ -1,9 +1,11 @@
-"""The completion engine: document + cursor -> request -> candidates -> ranking -> filtered edit.
+"""The completion engine: document + cursor -> request -> plan (sources, ranking, cut) -> filtered edit.
 
-A completion reads top to bottom as its stages: the request (span, prompt, token healing: infill.request), the
-code around that copies and the n-gram evidence come from (infill.around), the candidate sources (a copied next
-line, the model's own draft which a known name may start, a copied rest of line: infill.sources), the cut at the
-model's doubt (infill.ranking), and the post-processing filters (infill.postprocess).
+`CompletionEngine.answer` is the one entry of the daemon, `diffill complete` and `diffill eval`: a rename in
+progress comes first (carried into the lines below, if the model agrees), then a parameter list being edited (the
+calls below follow), then a completion at the cursor. A completion reads top to bottom as its stages: the request
+(span, prompt, token healing: infill.request), the code around that copies and the n-gram evidence come from
+(infill.around), a session on the prompt (model.session: the only way to the network), the plan its request
+chose (infill.plans), and the post-processing filters (infill.postprocess).
 """
 
 from __future__ import annotations
@@ -15,12 +17,10 @@ from pathlib import Path
 from diffill.model.api import DiffusionModel
 from diffill.model.memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
-from diffill.model.prompt_cache import PromptCache
-from diffill.model.sampler import Cancelled
-from diffill.model.speculative import Speculator
+from diffill.model.session import Prompter, Speculation
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
-from . import call_sites, edits, ranking
+from . import call_sites, edits, plans, tuning
 from .around.folder import FolderFiles
 from .around.neighbours import Neighbours, neighbours_of
 from .around.ngram_evidence import NgramEvidence
@@ -30,14 +30,14 @@ from .around.workspace import WorkspaceIndex
 from .completion import Completion
 from .deadline import Deadline, PassClock
 from .document import SyntaxDocument, count_errors
+from .edits import RenameTracker
 from .filters.base import Candidate
 from .options import EngineOptions
 from .postprocess import postprocess
-from .prompted import PromptedModel
 from .request import Request, build_request, prompt_ids
-from .signatures import SignatureChange
+from .signatures import SignatureChange, SignatureTracker
 from .sources import copies, draft
-from .sources.names import KnownNames, known_names, whole_name
+from .sources.names import KnownNames, known_names
 from .trace import Trace
 from .vocabulary import Vocabulary
 
@@ -55,8 +55,7 @@ class CompletionEngine:
         self.tokenizer = tokenizer
         self.vocabulary = Vocabulary(tokenizer)
         self.options = options or EngineOptions()  # replaced whole when settings change; read once a completion
-        graphs = getattr(model.net, "graphs", None)  # CUDA graphs: prompts run on the cache they were captured on
-        self.prompt_cache = PromptCache(model.net.new_cache, working=graphs.cache if graphs is not None else None)
+        self.prompter = Prompter(model)  # sessions on prompts, their caches kept across keystrokes
         self.prompt_context = PromptContext()
         self.folder = FolderFiles()
         self.evidence = NgramEvidence(tokenizer.encode, model.config.vocab_size)
@@ -79,6 +78,30 @@ class CompletionEngine:
         self.model.warm_graphs((canvas, d.line_canvas_length or canvas))
         self.pass_clock.calibrate(self.model)
 
+    def answer(
+        self,
+        doc: SyntaxDocument,
+        offset: int,
+        *,
+        renames: RenameTracker | None = None,
+        signatures: SignatureTracker | None = None,
+        cancel: Callable[[], bool] | None = None,
+        key: str | None = None,
+        path: str | None = None,
+        trace: Trace | None = None,
+        start: float | None = None,
+    ) -> Completion | None:
+        """The answer at `offset`, or None: a rename carried on, calls following a signature, else a completion.
+        `renames` / `signatures`: what the editor's edits of this document showed (absent for a document seen
+        once, as in `diffill eval`); the rest as `complete` takes them. Raises Cancelled when `cancel()` says so."""
+        rename = renames.rename_at(doc.text, offset) if renames is not None else None
+        if rename is not None and (edited := self.edit(doc, offset, rename, cancel=cancel, key=key)) is not None:
+            return edited
+        changed = signatures.change_at(doc, offset) if signatures is not None else None
+        if changed is not None and (followed := self.follow_signature(doc, offset, changed)) is not None:
+            return followed
+        return self.complete(doc, offset, cancel=cancel, key=key, path=path, trace=trace, start=start)
+
     def complete(
         self,
         doc: SyntaxDocument,
@@ -89,7 +112,7 @@ class CompletionEngine:
         trace: Trace | None = None,
         start: float | None = None,
     ) -> Completion | None:
-        """A completion at `offset`, or None. Raises diffill.model.sampler.Cancelled when `cancel()` says so.
+        """A completion at `offset`, or None. Raises diffill.model.cancel.Cancelled when `cancel()` says so.
         `key` (the document URI) selects the encoder cache reused across keystrokes; `path` is where the
         document is saved (copies and evidence come from the files beside it); `trace` gets what it cost.
         `start` (time.perf_counter) is when the request arrived: the latency budget counts from there."""
@@ -97,7 +120,7 @@ class CompletionEngine:
         trace = trace if trace is not None else Trace()
         budget = o.budget.latency_budget_ms
         deadline = Deadline(budget, self.pass_clock, start) if budget is not None else None
-        passes = self.model.net.passes
+        passes = self.prompter.passes
         offset = max(0, min(offset, len(doc.text)))
         with trace.stage("context"):
             context = self.prompt_context.blocks(
@@ -107,42 +130,39 @@ class CompletionEngine:
             request = build_request(doc, offset, context, self.vocabulary, o.prompt)
         with trace.stage("evidence"):
             others, mix = self.around(request, path, o)
+        plan = plans.plan_for(request, o)
+        given = {"healing": request.healing, "mix": mix, "budget": deadline, "cancel": cancel}
         try:
-            with self.prompt_cache.use(key or "", request.prompt) as cache:
-                with trace.stage("prefill"):
-                    self.model.prefill(request.prompt, cache)
-                speculator = self._speculator(o)
-                asked = PromptedModel(
-                    self.model, self.vocabulary, request.prompt, cache, mix, speculator, trace, deadline, cancel=cancel
-                )
-                answer_from, answer_passes = time.perf_counter(), self.model.net.passes
+            opened_at = time.perf_counter()
+            with self.prompter.session(key or "", request.prompt, **given, **self._session_options(o)) as model:
+                trace.record("prefill", opened_at)
+                answer_from, answer_passes = time.perf_counter(), self.prompter.passes
                 with trace.stage("names"):
-                    names = self._known_names(request, path, o)
-                ids, source, places = self._answer(asked, request, others, names, cancel, o, trace)
-                answer_ms = (time.perf_counter() - answer_from) * 1e3
-                self.pass_clock.observe(answer_ms, self.model.net.passes - answer_passes)
-                with trace.stage("cut"):
-                    floor = ranking.doubt_floor(source, o.drafts.ar and request.line, o.rank, o.copies)
-                    joint = ranking.answer_floor(source, o.rank, o.copies, request.prose, places)
-                    cut = ranking.cut_at_doubt(asked, ids, request.healed, floor, request.judged_among, joint)
-                    cut = whole_name(asked, ids, cut, names)
+                    names = self._known_names(request, path, o) if plan == plans.REST_OF_LINE else None
+                canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
+                inputs = plans.Inputs(model, request, o, canvas, o.drafts.beam_width(budget), others, names, trace)
+                answer = plans.PLANS[plan](inputs)
+                self.pass_clock.observe((time.perf_counter() - answer_from) * 1e3, self.prompter.passes - answer_passes)
+                trace.count_drafts(model.counts)
         finally:
-            trace.passes += self.model.net.passes - passes
+            trace.passes += self.prompter.passes - passes
         with trace.stage("filters"):
-            return self._filtered(doc, request, ids, cut, source)
+            return self._filtered(doc, request, answer.ids, answer.cut, answer.source)
+
+    def _session_options(self, o: EngineOptions) -> dict:
+        """What a session is given besides the request's: the speculative rounds (when the options ask for them)
+        and the vocabulary's extensions, by which a token's belief counts the texts that go on alike."""
+        d = o.drafts
+        spec = (
+            Speculation(tuning.SPECULATIVE_CANVAS, tuning.SPECULATIVE_STEPS, tuning.SEED, d.decoder_drafts)
+            if d.speculative
+            else None
+        )
+        return {"speculation": spec, "extensions": self.vocabulary.extensions, "tokenizer": self.tokenizer}
 
     def _known_names(self, request: Request, path: str | None, o: EngineOptions) -> KnownNames | None:
-        """The names the project knows that extend the word being typed, for answers the encoder drafts on a line."""
-        if not (o.drafts.ar and request.line):
-            return None
+        """The names the project knows that extend the word being typed, for a rest of line the encoder drafts."""
         return known_names(request.text, request.offset, request.healed, self.workspace, path, o.names.symbol_prior)
-
-    def _speculator(self, o: EngineOptions) -> Speculator | None:
-        """The draft/verify loop for greedy drafts, when the options ask for it."""
-        d = o.drafts
-        if not d.speculative:
-            return None
-        return Speculator(self.model.net, d.speculative_canvas, d.speculative_steps, d.seed, d.decoder_drafts)
 
     def around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
         """The texts copies come from and the n-gram evidence, for answers drafted by the encoder (the others have
@@ -151,49 +171,10 @@ class CompletionEngine:
             return [], None
         kind = request.span.kind
         with_copies = o.copies.copy_prior is not None and copies.could_match(request.text, request.offset, kind)
-        around = self._neighbours(path) if with_copies or o.evidence.ngram_weight is not None else None
+        around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
         others = around.texts() if with_copies and around is not None else []
-        mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory, o.evidence)
+        mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory)
         return others, mix
-
-    def _answer(
-        self,
-        asked: PromptedModel,
-        request: Request,
-        others: list[str],
-        names: KnownNames | None,
-        cancel: Callable[[], bool] | None,
-        o: EngineOptions,
-        trace: Trace,
-    ) -> tuple[list[int], str, int]:
-        """The answer's ids, their source and (a copy) how many places continue that way. With encoder drafts: the
-        line that followed the line above elsewhere (a copy is the whole answer: nothing drafted or denoised), else
-        the model's draft (a known name may start it), which a copied rest of line replaces when the model finds it
-        nearly as likely. Then the model's own answer is denoised (a rest of line is not: the encoder wrote it),
-        the known text after the cursor pinned if it did not end with it. Each of these is a stage of `trace`."""
-        canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
-        init = None
-        if o.drafts.ar:
-            line_canvas = draft.canvas_length(True, self.model.config.canvas_length, o.drafts)
-            beam = o.drafts.beam_width(o.budget.latency_budget_ms)
-            with trace.stage("copies"):
-                copied = copies.next_line_copy(asked, request, others, o.copies, line_canvas, beam)
-            if copied:
-                return copied.ids, "next line", copied.places
-            with trace.stage("draft"):
-                drafted = draft.draft(asked, request, canvas, beam, names)
-            if request.line:
-                with trace.stage("copies"):
-                    copied = copies.rest_of_line_copy(asked, request, others, drafted.score, o.copies)
-                if copied:
-                    return copied.ids, "copy", copied.places
-            init = drafted.canvas
-        with trace.stage("denoise"):
-            if request.line and o.drafts.ar and not o.drafts.denoise_lines:  # the encoder wrote it: kept as it is
-                ids = draft.drafted(init or [])
-            else:
-                ids = draft.denoise(asked, request, canvas, init, cancel, o.drafts, o.rank)
-            return draft.with_known_tail(asked, request, ids, canvas, cancel, o.drafts, o.rank), "model", 0
 
     def _filtered(
         self, doc: SyntaxDocument, request: Request, ids: list[int], cut: list[int] | None, source: str
@@ -229,7 +210,7 @@ class CompletionEngine:
 
     def warm_sources(self, path: str | None) -> None:
         """Tokenize and index the texts a completion in `path` learns from (infill.around.ngram_evidence) ahead."""
-        if self.options.evidence.ngram_weight is not None:
+        if tuning.NGRAM_WEIGHT is not None:
             around = self._neighbours(path)
             self.evidence.warm(around.opened, around.folder)
 
@@ -263,13 +244,10 @@ class CompletionEngine:
             fills = [new] * len(region.occurrences)
         else:
             prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt)
-            with self.prompt_cache.use(f"{key or ''}#edit", prompt) as cache:
-                if cancel is not None and cancel():
-                    raise Cancelled()
-                seed = o.drafts.seed
-                score_new = self.model.slot_logprobs(prompt, ids_new + [EOS], slots_new, cache, seed)
-                score_old = self.model.slot_logprobs(prompt, ids_old + [EOS], slots_old, cache, seed)
-            prior = o.names.rename_prior
+            with self.prompter.session(f"{key or ''}#edit", prompt, cancel=cancel) as model:
+                score_new = model.slot_scores(ids_new + [EOS], slots_new, tuning.SEED)
+                score_old = model.slot_scores(ids_old + [EOS], slots_old, tuning.SEED)
+            prior = tuning.RENAME_PRIOR
             fills = [new if n + prior >= was else old for n, was in zip(score_new, score_old, strict=True)]
         if new not in fills:
             return None

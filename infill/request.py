@@ -13,7 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffill.model.fim import build_prompt
+from diffill.model.session import Healing
+from diffill.model.tokenizer import EOS
 
+from . import tuning
 from .document import SyntaxDocument
 from .options import PromptOptions
 from .spans import Span, in_docstring, in_prose, select_span
@@ -26,6 +29,7 @@ KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
 # The ids a draft's next token may take given the tokens it has so far, or None: any.
 Constraint = Callable[[list[int]], list[int] | None]
+NO_HEALING = Healing()
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,10 @@ class Request:
     suffix_start: int  # where the prompt's suffix starts: the line end for a rest of line (regenerated)
     prompt: list[int]
     healed: str  # text before the cursor taken back from the prompt: the answer starts with it
-    first: Constraint | None  # drafts: each token consistent with the healed text until it is written
-    first_ids: list[int] | None  # the denoiser: the same, for its first token only
-    # how sure the model is of a token that writes the healed text is judged among these ids (`typed_word`)
-    judged_among: Constraint | None = None
+    line_stops: frozenset[int]  # the ids that end a line (EOS among them: Vocabulary.line_stops)
+    # token healing's hold on the answer: each token consistent with the healed text until it is written
+    # (`healing`), its belief judged among the ids that write it whole (`typed_word`)
+    healing: Healing = NO_HEALING
     prose: bool = False  # the cursor writes a comment or a string (spans.in_prose)
     # whether an offset of the text is inside a triple-quoted string, when a syntax tree can tell (spans.in_docstring)
     in_docstring: Callable[[int], bool] | None = None
@@ -50,6 +54,11 @@ class Request:
     def line(self) -> bool:
         """Whether the answer is the rest of the line (else a block or a few lines)."""
         return self.span.kind == "line"
+
+    @property
+    def stops(self) -> frozenset[int]:
+        """The ids that end this span's answer: a line's end for a rest of line, else EOS alone."""
+        return self.line_stops if self.line else frozenset({EOS})
 
     @property
     def known_tail(self) -> str:
@@ -78,12 +87,11 @@ def build_request(
     fresh = fresh_indentation(doc.text, offset) is not None
     heal = options.token_healing and (span.kind == "line" or fresh)
     prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
-    first = healing(healed, vocabulary, indentation=fresh)
-    first_ids = first([]) if first is not None else None
-    among = typed_word(healed, vocabulary)
+    held = Healing(healing(healed, vocabulary, indentation=fresh), typed_word(healed, vocabulary))
     prose = in_prose(doc, offset)
     docstring = (lambda at: in_docstring(doc, at)) if doc.tree is not None else None
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, first, first_ids, among, prose, docstring)
+    stops = vocabulary.line_stops()
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, stops, held, prose, docstring)
 
 
 def prompt_ids(
@@ -103,8 +111,9 @@ def prompt_ids(
     indentation merged into their first word (`       ` + ` if`)."""
     tokenizer = vocabulary.tokenizer
     prefix = _prefix_window(text, offset, options.max_prompt_tokens * CHARS_PER_TOKEN)
-    suffix = text[suffix_start : suffix_start + options.max_suffix_tokens * CHARS_PER_TOKEN]
-    suffix_ids = _suffix_ids(suffix, vocabulary, options.max_suffix_tokens)
+    suffix_budget = tuning.MAX_SUFFIX_TOKENS
+    suffix = text[suffix_start : suffix_start + suffix_budget * CHARS_PER_TOKEN]
+    suffix_ids = _suffix_ids(suffix, vocabulary, suffix_budget)
     blocks = [tokenizer.encode(b) for b in context]
     healed = ""
     indentation = fresh_indentation(prefix, len(prefix)) if heal else None
@@ -120,12 +129,12 @@ def prompt_ids(
         if partial and "\n" not in last and prefix.endswith(last) and vocabulary.starting_with(last):
             prefix_ids, healed = prefix_ids[:-1], last
             taken = 1
-            while taken < options.heal_tokens and len(prefix_ids) > 1 and WORD_PIECE.fullmatch(healed):
+            while taken < tuning.HEAL_TOKENS and len(prefix_ids) > 1 and WORD_PIECE.fullmatch(healed):
                 piece = tokenizer.decode(prefix_ids[-1:])
                 if healed.startswith(" ") or not WORD_PIECE.fullmatch(piece) or not prefix.endswith(piece + healed):
                     break
                 prefix_ids, healed, taken = prefix_ids[:-1], piece + healed, taken + 1
-    prompt = build_prompt(prefix_ids, suffix_ids, options.max_prompt_tokens, options.max_suffix_tokens, context=blocks)
+    prompt = build_prompt(prefix_ids, suffix_ids, options.max_prompt_tokens, suffix_budget, context=blocks)
     return prompt, healed
 
 

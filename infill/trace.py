@@ -7,6 +7,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from diffill.model.session import DraftCounts
 
 
 @dataclass
@@ -25,6 +29,17 @@ class Trace:
             yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - start) * 1e3
+
+    def record(self, name: str, since: float) -> None:
+        """Stage `name` took the time since `since` (time.perf_counter)."""
+        self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - since) * 1e3
+
+    def count_drafts(self, counts: DraftCounts) -> None:
+        """Adds what a session's speculative rounds did (model.session.DraftCounts)."""
+        self.drafts += counts.drafts
+        self.accepted += counts.accepted
+        self.lookups += counts.lookups
+        self.looked_up += counts.looked_up
 
     def add(self, other: Trace) -> None:
         """Sums `other` into this one (the daemon's running totals)."""

@@ -20,7 +20,7 @@ class Vocabulary:
     def __init__(self, tokenizer: CodeTokenizer) -> None:
         self.tokenizer = tokenizer
         self._texts: list[str] | None = None
-        self._newline_ids: set[int] | None = None
+        self._line_stops: frozenset[int] | None = None
         self._ids: dict[str, list[int]] = {}
         self._sorted: tuple[list[str], list[int]] | None = None
 
@@ -74,8 +74,8 @@ class Vocabulary:
             self._ids[key] = [i for i, t in enumerate(self.texts()) if keep(t)]
         return self._ids[key]
 
-    def line_stops(self) -> set[int]:
+    def line_stops(self) -> frozenset[int]:
         """Ids that end a line: EOS and every token with a newline in it."""
-        if self._newline_ids is None:
-            self._newline_ids = {i for i, t in enumerate(self.texts()) if "\n" in t}
-        return {EOS} | self._newline_ids
+        if self._line_stops is None:
+            self._line_stops = frozenset({EOS} | {i for i, t in enumerate(self.texts()) if "\n" in t})
+        return self._line_stops

@@ -41,7 +41,6 @@ def _complete(args: argparse.Namespace) -> int:
     from diffill.infill.document import SyntaxDocument
     from diffill.infill.engine import CompletionEngine
     from diffill.infill.languages import language_for
-    from diffill.infill.policy import CompletionPolicy
     from diffill.model import runtime
     from diffill.model.config import CheckpointError
 
@@ -66,7 +65,7 @@ def _complete(args: argparse.Namespace) -> int:
         print(f"diffill complete: {path} has no line {args.line}", file=sys.stderr)
         return 2
     offset = doc.offset_at(args.line - 1, max(0, args.col - 1), "utf-32")
-    result = CompletionPolicy(engine).answer(doc, offset, path=args.file)  # copies may come from the files beside it
+    result = engine.answer(doc, offset, path=args.file)  # copies may come from the files beside it
     if result is None:
         print("(no completion)", file=sys.stderr)
         return 1

@@ -182,7 +182,7 @@ class Session:
         closed = self.docs.pop(uri, None)
         self.cache.forget(uri)
         if self.engine is not None:
-            self.engine.prompt_cache.forget(uri)  # the model thread only reads entries by key
+            self.engine.prompter.forget(uri)  # the model thread only reads entries by key
         if closed is not None and len(closed.doc.source) >= BIG_DOCUMENT_BYTES:
             release_freed_memory()
 
@@ -241,15 +241,12 @@ class Session:
         started = time.perf_counter()  # the latency budget counts from here
         try:
             self.stats["model_calls"] += 1
-            from diffill.infill.policy import CompletionPolicy
-
-            policy = CompletionPolicy(engine)
             trace = Trace()
 
             def work() -> Completion | None:
                 if token():  # superseded while it queued for the model thread: the other documents' turn
                     raise Cancelled()
-                return policy.answer(
+                return engine.answer(
                     state.doc,
                     offset,
                     renames=state.renames,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from . import scoring
 from .beam import beam_drafts
-from .cache import KVCache
+from .cache import KVCache, hold_prompt
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
@@ -19,7 +21,7 @@ from .ngram import NgramMixer
 from .quant import QuantSpec, lay_out_for_kernels
 from .quant_io import QuantizeOnLoad, quantization_entry
 from .sampler import GenerationOutput, SamplerConfig, before_unsure, generate, trim_after_eos
-from .speculative import Allowed, Extensions, log_mass
+from .speculative import Allowed, Extensions
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
@@ -113,6 +115,40 @@ class DiffusionModel:
         return tokens
 
     @torch.inference_mode()
+    def denoise(
+        self,
+        prompt_ids: list[int],
+        cache: KVCache,
+        *,
+        canvas: int,
+        steps: int,
+        seed: int,
+        canvases: int = 1,
+        init: list[int] | None = None,
+        pins: dict[int, int] | None = None,
+        first_allowed: list[int] | None = None,
+        min_confidence: float = 0.0,
+        cancel: Callable[[], bool] | None = None,
+    ) -> list[int]:
+        """The answer of up to `canvases` canvases of `canvas` tokens denoised after the prompt in at most `steps`
+        steps (model.session.PromptSession.denoise says what each option does), up to its EOS."""
+        out = generate(
+            self.net,
+            prompt_ids,
+            self.sampler.with_overrides(max_denoising_steps=steps),
+            max_new_tokens=canvas * canvases,
+            seed=seed,
+            canvas_length=canvas,
+            cache=cache,
+            pinned=pins,
+            cancel=cancel,
+            init=init,
+            first_allowed=first_allowed,
+        )
+        tokens = before_unsure(out.tokens, out.confidence, min_confidence)
+        return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
+
+    @torch.inference_mode()
     def generate_full(
         self,
         prompt_ids,
@@ -186,7 +222,7 @@ class DiffusionModel:
         head: how much the model believes each candidate text (a workspace symbol, its own draft). With `end_ids`,
         each score also counts the probability that one of those ids comes next (the line ends there), so whole
         lines compare with the beam's drafts, which end in a stop token. `mix`: as in `ar_drafts`."""
-        return [sum(row) for row in self._continuation_rows(prompt_ids, continuations, cache, end_ids, mix)]
+        return [sum(row) for row in scoring.continuation_rows(self.net, prompt_ids, continuations, cache, end_ids, mix)]
 
     def token_beliefs(
         self,
@@ -202,82 +238,7 @@ class DiffusionModel:
         that token's text does: the ids `extensions(token)` together, ` None` and ` NoneType` both going on with
         ` None`). Where `allowed` (ids, given the tokens before) names ids, a probability is among them: the word
         being typed is given, not guessed."""
-        beliefs: list[list[float]] = []
-        logps = self._continuation_rows(prompt_ids, [tokens], cache, None, mix, allowed, extensions, beliefs)[0]
-        return logps, beliefs[0] if beliefs else list(logps)
-
-    @torch.inference_mode()
-    def _continuation_rows(
-        self,
-        prompt_ids,
-        continuations: list[list[int]],
-        cache: KVCache | None,
-        end_ids: Collection[int] | None,
-        mix: NgramMixer | None = None,
-        allowed: Allowed | None = None,
-        extensions: Extensions | None = None,
-        prefix_rows: list[list[float]] | None = None,
-    ) -> list[list[float]]:
-        """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
-        Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
-        the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
-        of the prompt's cached keys/values; the cache is left holding the prompt. With `extensions`, each row's
-        prefix beliefs (DiffusionModel.token_beliefs) are appended to `prefix_rows`."""
-        rows: list[list[float]] = [[] for _ in continuations]
-        asked = [i for i, tokens in enumerate(continuations) if tokens]
-        if not asked:
-            return rows
-        device = self.net.device
-        prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
-        n = prompt.shape[1]
-        cache = cache if cache is not None else self.net.new_cache()
-        if cache.length >= n:
-            cache.truncate(n - 1)  # the last token is fed again, with each continuation, for its hidden state
-        elif cache.length < n - 1:
-            self.net.encode(prompt[:, cache.length : n - 1], cache)
-        last = int(prompt[0, -1])
-        ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
-        # the last token's state is needed only for the end id's probability
-        fed = [[last, *(continuations[i] if ends is not None else continuations[i][:-1])] for i in asked]
-        width = max(len(f) for f in fed)
-        batch = torch.tensor([f + [0] * (width - len(f)) for f in fed], device=device)
-        copies = cache.expanded(len(fed))
-        logps = torch.log_softmax(self.net.head(self.net.encode(batch, copies)).float(), dim=-1)
-        cache.adopt(copies, n)  # the prompt's last token, fed again with each continuation
-        for b, i in enumerate(asked):
-            tokens = continuations[i]
-            logp = logps[b, : len(fed[b])]
-            ids = torch.tensor(tokens, device=device)
-            if mix is None:
-                row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
-            else:  # each token's mixed probability alone (NgramMixer.mix_at)
-                row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
-            norms = [0.0] * len(tokens)
-            if allowed is not None:
-                norms = [
-                    self._mass(_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)
-                ]
-                row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
-            if prefix_rows is not None and extensions is not None:
-                prefix_rows.append(
-                    [self._mass(extensions(t), logp[j], tokens[:j], mix) - norms[j] for j, t in enumerate(tokens)]
-                )
-            if ends is not None:
-                end = logp[len(tokens)]
-                end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
-                row.append(float(torch.logsumexp(end, 0)))
-            rows[i] = row
-        return rows
-
-    @staticmethod
-    def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix: NgramMixer | None) -> float:
-        """log P(one of `ids` next) for a row of log-probabilities (0 when `ids` is None: anything is)."""
-        if not ids:
-            return 0.0
-        if mix is None:
-            return log_mass(logp, ids)
-        keep = torch.as_tensor(list(ids), dtype=torch.long, device=logp.device)
-        return float(torch.logsumexp(mix.mix_at(before, logp, keep), 0))
+        return scoring.token_beliefs(self.net, prompt_ids, tokens, cache, mix, allowed, extensions)
 
     @torch.inference_mode()
     def prefill(self, prompt_ids, cache: KVCache) -> int:
@@ -285,12 +246,8 @@ class DiffusionModel:
         again with what follows, for its hidden state); returns how many tokens it encoded. A completion's
         prefill is then a stage of its own, and the passes after it are the short ones its deadline plans."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
-        n = prompt.shape[1]
-        if cache.length > n:
-            cache.truncate(n)
-        todo = n - 1 - cache.length
-        if todo > 0:
-            self.net.encode(prompt[:, cache.length : n - 1], cache)
+        todo = prompt.shape[1] - 1 - cache.length
+        hold_prompt(self.net, prompt, cache, prompt.shape[1] - 1)
         return max(0, todo)
 
     @torch.inference_mode()
@@ -313,16 +270,30 @@ class DiffusionModel:
             graphs.cache.reset()
         return graphs.held()
 
+    def time_passes(self, prompt_tokens: int = 64, canvas: int = 16, reps: int = 3) -> float:
+        """Milliseconds one pass of a completion costs here: single-token encoder steps and a decoder pass over a
+        canvas, timed on a throwaway prompt (infill.deadline.PassClock calibrates the deadline with it)."""
+        net = self.net
+        prompt = [2 + i % (net.config.vocab_size - 2) for i in range(prompt_tokens)]
+        graphs = getattr(net, "graphs", None)  # CUDA graphs: time the passes as completions will run them
+        cache = graphs.cache if graphs is not None else net.new_cache()
+        cache.truncate(0)
+        self.ar_drafts(prompt, 2, set(), cache)  # warm-up: first calls allocate
+        start, passes = time.perf_counter(), net.passes
+        for _ in range(reps):
+            self.ar_drafts(prompt, 4, set(), cache)
+            self.denoise_step(prompt, canvas, cache)
+        ms = (time.perf_counter() - start) * 1e3 / max(1, net.passes - passes)
+        cache.truncate(0)  # (the working cache is left empty for the prompt cache's first owner)
+        return ms
+
     @torch.inference_mode()
     def denoise_step(self, prompt_ids, canvas_length: int, cache: KVCache) -> torch.Tensor:
         """One decoder pass over a noise canvas after the cached prompt (encoded first where the cache lacks it):
         what a denoising step costs, for timing."""
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
-        if cache.length > prompt.shape[1]:
-            cache.truncate(prompt.shape[1])
-        if cache.length < prompt.shape[1]:
-            self.net.encode(prompt[:, cache.length :], cache)
+        hold_prompt(self.net, prompt, cache, prompt.shape[1])
         canvas = torch.randint(0, self.config.vocab_size, (1, canvas_length), device=device)
         return self.net.decode(canvas, cache)[0]
 
@@ -352,10 +323,7 @@ class DiffusionModel:
         device = self.net.device
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
         cache = cache if cache is not None else self.net.new_cache()
-        if cache.length > prompt.shape[1]:
-            cache.truncate(prompt.shape[1])
-        if cache.length < prompt.shape[1]:
-            self.net.encode(prompt[:, cache.length :], cache)
+        hold_prompt(self.net, prompt, cache, prompt.shape[1])
         clean = torch.as_tensor(canvas_ids, dtype=torch.long, device=device).reshape(1, -1)
         noisy = clean.clone()
         gen = torch.Generator(device=device).manual_seed(seed)
@@ -370,13 +338,6 @@ class DiffusionModel:
         """Encoder pass over the prompt; the final-normed hidden states [T, H] (for parity checks)."""
         prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=self.net.device).reshape(1, -1)
         return self.net.encode(prompt, self.net.new_cache())[0]
-
-
-def _with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
-    """`ids` with `token` among them (None stays None: no constraint)."""
-    if ids is None or token in ids:
-        return ids
-    return [*ids, token]
 
 
 def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantization: str | None) -> DiffusionGemma:

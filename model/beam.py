@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from .cache import KVCache
+from .cache import KVCache, hold_prompt
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
 
@@ -31,10 +31,8 @@ def beam_drafts(
     prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
     n = prompt.shape[1]
     cache = cache if cache is not None else net.new_cache()
-    if cache.length > n:
-        cache.truncate(n)
-    if cache.length == n:  # the whole prompt is cached: re-encode its last token to get its hidden state
-        cache.truncate(n - 1)
+    if cache.length >= n:  # the prompt's last token is encoded again, for its hidden state
+        hold_prompt(net, prompt, cache, n - 1)
     logp = torch.log_softmax(net.head(net.encode(prompt[:, cache.length :], cache)[:, -1]).float(), -1)[0]
     if mix is not None:
         logp = mix.mix([], logp)

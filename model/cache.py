@@ -20,6 +20,17 @@ def causal_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) ->
     return allowed
 
 
+def hold_prompt(net, prompt: torch.Tensor, cache: KVCache, length: int) -> None:
+    """Leaves `cache` holding exactly the first `length` tokens of `prompt` [1, T]: cut back where it holds more
+    (a prompt that shrank, or a token fed again for its hidden state), the missing ones encoded in one pass.
+    Every model call after a prompt establishes its cache this way: the prompt but its last token (which the
+    call feeds again with what it adds), or the whole prompt (a canvas then follows it)."""
+    if cache.length > length:
+        cache.truncate(length)
+    if cache.length < length:
+        net.encode(prompt[:, cache.length : length], cache)
+
+
 class KVCache:
     def __init__(self, num_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * num_layers

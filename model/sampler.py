@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from . import graph_denoise
-from .cache import KVCache
+from .cache import KVCache, hold_prompt
 from .cancel import Cancelled
 from .diffusion_gemma import DiffusionGemma
 from .draws import (
@@ -108,10 +108,6 @@ def denoise_canvas(
 ) -> CanvasResult:
     """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`.
     `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`)."""
-    if init_canvas is not None and cfg.draft_margin is not None:
-        return refine_canvas(
-            model, cache, positions, cfg, init_canvas, pin_mask, pin_ids, cancel, on_draft, first_allowed
-        )
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
@@ -249,9 +245,6 @@ def generate(
     generator.manual_seed(seed if seed is not None else torch.seed())
     ids = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
     cache = cache if cache is not None else model.new_cache()
-    # A reused cache may already hold a prefix of this prompt (typing appends to it): encode only the rest.
-    if cache.length > ids.shape[1]:
-        cache.truncate(ids.shape[1])
     eos = torch.tensor(cfg.eos_token_ids, device=device) if cfg.eos_token_ids else None
     pin_mask = pin_ids = None
     if pinned:
@@ -265,30 +258,36 @@ def generate(
         allowed[torch.as_tensor(first_allowed, dtype=torch.long, device=device)] = True
     if cancel is not None and cancel():  # stale before it started: skip even the prefill
         raise Cancelled()
+    # A reused cache may already hold a prefix of this prompt (typing appends to it): encode only the rest.
+    hold_prompt(model, ids, cache, ids.shape[1])
     new: list[int] = []
     confidence: list[float] = []
     steps = 0
-    to_encode = ids[:, cache.length :]
     n_canvases = max(1, math.ceil(max_new_tokens / c))
+    block: torch.Tensor | None = None
     for b in range(n_canvases):
-        if to_encode.shape[1]:
-            model.encode(to_encode, cache)
+        if block is not None:
+            model.encode(block, cache)  # the canvas just written is committed before the next one
         start = cache.length
         positions = torch.arange(start, start + c, device=device)[None]
-        result = denoise_canvas(
-            model,
-            cache,
-            positions,
-            cfg,
-            generator,
-            c,
-            pin_mask=pin_mask if b == 0 else None,
-            pin_ids=pin_ids if b == 0 else None,
-            cancel=cancel,
-            on_draft=on_draft,
-            init_canvas=torch.tensor([init[:c]], device=device) if init is not None and b == 0 else None,
-            first_allowed=allowed if b == 0 else None,
-        )
+        if b == 0 and init is not None and cfg.draft_margin is not None:  # a draft kept, corrected where doubted
+            seeded = torch.tensor([init[:c]], device=device)
+            result = refine_canvas(model, cache, positions, cfg, seeded, pin_mask, pin_ids, cancel, on_draft, allowed)
+        else:
+            result = denoise_canvas(
+                model,
+                cache,
+                positions,
+                cfg,
+                generator,
+                c,
+                pin_mask=pin_mask if b == 0 else None,
+                pin_ids=pin_ids if b == 0 else None,
+                cancel=cancel,
+                on_draft=on_draft,
+                init_canvas=torch.tensor([init[:c]], device=device) if init is not None and b == 0 else None,
+                first_allowed=allowed if b == 0 else None,
+            )
         steps += result.steps
         block = result.tokens
         finished = False
@@ -305,7 +304,6 @@ def generate(
             confidence.extend([1.0] * block.shape[1])
         if finished:
             break
-        to_encode = block
     return GenerationOutput(tokens=new, steps=steps, canvases=b + 1, confidence=confidence)
 
 

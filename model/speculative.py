@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .beam import restrict
-from .cache import KVCache
+from .cache import KVCache, hold_prompt
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
 from .sampler import SamplerConfig, denoise_canvas
@@ -98,10 +98,7 @@ class Speculator:
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
         cache = cache if cache is not None else net.new_cache()
-        if cache.length > n - 1:
-            cache.truncate(n - 1)  # the prompt's last token is fed again with the first draft, for its state
-        elif cache.length < n - 1:
-            net.encode(prompt[:, cache.length : n - 1], cache)
+        hold_prompt(net, prompt, cache, n - 1)  # its last token is fed again with the first draft, for its state
         generator = torch.Generator(device=device).manual_seed(self.seed)
         out: list[int] = []
         result = Speculation([], 0.0)

@@ -23,7 +23,7 @@ import numpy as np
 from diffill.model.memory import CorpusMemory
 from diffill.model.ngram import NgramMixer, TokenIndex
 
-from ..options import EvidenceOptions
+from .. import tuning
 from ..text import is_line_end, is_line_start, line_window
 from .neighbours import WINDOW_AFTER, WINDOW_BEFORE, Neighbours
 
@@ -160,23 +160,22 @@ class NgramEvidence:
         prompt: list[int],
         around: Neighbours | None,
         memory: CorpusMemory | None,
-        options: EvidenceOptions,
     ) -> NgramMixer | None:
         """The evidence of a completion at `offset` of `text` after `prompt`: the cache of the code around (none
-        without `around`) and the corpus `memory`, or None when both are off."""
-        memory = memory if options.memory_weight is not None else None
+        without `around`) and the corpus `memory`, or None when both are off (weights: infill.tuning)."""
+        memory = memory if tuning.MEMORY_WEIGHT is not None else None
         indexes: list[TokenIndex] = []
-        if options.ngram_weight is not None and around is not None:
+        if tuning.NGRAM_WEIGHT is not None and around is not None:
             try:
                 indexes = self.indexes(text, offset, around.opened, around.folder, around.here)
             except Exception:  # extra evidence must never cost the completion
                 log.exception("n-gram cache")
         if not indexes and memory is None:
             return None
-        weight = options.ngram_weight if options.ngram_weight is not None else 0.0  # (no index: unused)
-        memory_weight = options.memory_weight if options.memory_weight is not None else 0.0  # (no memory: unused)
+        weight = tuning.NGRAM_WEIGHT or 0.0  # (None: no index, unused)
+        memory_weight = tuning.MEMORY_WEIGHT or 0.0  # (None: no memory, unused)
         return NgramMixer(
-            indexes, prompt, weight, options.ngram_per_order, memory, memory_weight, options.memory_per_order
+            indexes, prompt, weight, tuning.NGRAM_PER_ORDER, memory, memory_weight, tuning.MEMORY_PER_ORDER
         )
 
 

@@ -20,10 +20,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .. import ranking
+from diffill.model.session import PromptSession
+
+from .. import ranking, tuning
 from ..around.neighbours import WINDOW_AFTER, WINDOW_BEFORE
 from ..options import CopyOptions
-from ..prompted import PromptedModel
 from ..request import Request
 from ..text import LINE_REACH, in_hash_comment, is_line_start, line_window
 from . import parallel
@@ -333,25 +334,20 @@ def could_match(text: str, offset: int, kind: str) -> bool:
 
 
 def next_line_copy(
-    asked: PromptedModel, request: Request, others: Sequence[str], options: CopyOptions, canvas: int, beam: int
+    model: PromptSession, request: Request, others: Sequence[str], options: CopyOptions
 ) -> Copied | None:
     """The line that follows the line above the cursor's elsewhere (in the file, in `others`) and starts with what
-    is typed, or None: the copy the model scores best. With `next_line_contest` it must come within
-    `next_line_prior` nats of the model's own best line (a beam `beam` wide on a `canvas`)."""
+    is typed, or None: the copy the model scores best. The model's own line is not drafted to contest it: the
+    embedded model's own lines are seldom right there (docs/benchmarks.md)."""
     found = next_line_copies(request.text, request.offset, others) if options.copy_prior is not None else []
     if not found:
         return None
-    rival, prior = -math.inf, options.copy_prior  # no contest: the model's own line is not drafted
-    if options.next_line_contest:
-        stops = asked.vocabulary.line_stops()
-        rival = asked.best_draft(canvas - 1, stops, request.first, beam, among=request.judged_among)[1]
-        prior = options.next_line_prior
-    hedge = options.copy_hedge if request.line else None
-    return _preferred(asked, found, request.healed, rival, prior, hedge)
+    hedge = tuning.COPY_HEDGE if request.line else None
+    return _preferred(model, found, request, -math.inf, options.copy_prior, hedge)
 
 
 def rest_of_line_copy(
-    asked: PromptedModel, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
+    model: PromptSession, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
 ) -> Copied | None:
     """A rest of line copied from another line that starts the same way that should be the answer instead of the
     model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or an argument list
@@ -359,21 +355,22 @@ def rest_of_line_copy(
     if options.copy_prior is None:
         return None
     found = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
-    return _preferred(asked, found, request.healed, draft_score, options.copy_prior, options.copy_hedge)
+    return _preferred(model, found, request, draft_score, options.copy_prior, tuning.COPY_HEDGE)
 
 
 def _preferred(
-    asked: PromptedModel, found: list[LineCopy], healed: str, rival: float, prior: float, hedge: float | None
+    model: PromptSession, found: list[LineCopy], request: Request, rival: float, prior: float, hedge: float | None
 ) -> Copied | None:
     """The copy the model scores best (to its line end) plus its prior (more for a whole line), if it does not
     trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely: the answer
     is the start they share (when it is more than whitespace), which all their places continue. None too when the
     time left does not afford scoring them and cutting the winner at doubt (the model's own answer is then what
     there is)."""
-    if not found or not asked.affords(COPY_PASSES):
+    if not found or not model.affords(COPY_PASSES):
         return None
-    encoded = [asked.encode(healed + c.rest) for c in found]
-    scores = asked.line_scores(encoded)
+    healed = request.healed
+    encoded = [model.encode(healed + c.rest) for c in found]
+    scores = model.scores(encoded, end_ids=request.line_stops)
     priors = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in found]
     top = ranking.best(scores, priors)
     if ranking.trails(scores[top], priors[top], rival):
@@ -382,5 +379,5 @@ def _preferred(
         rivals = [found[i] for i in ranking.within(scores, priors, top, hedge)]
         shared = os.path.commonprefix([found[top].rest, *(c.rest for c in rivals)]) if rivals else ""
         if shared.strip():
-            return Copied(asked.encode(healed + shared), found[top].count + sum(c.count for c in rivals))
+            return Copied(model.encode(healed + shared), found[top].count + sum(c.count for c in rivals))
     return Copied(encoded[top], found[top].count)

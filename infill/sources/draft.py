@@ -7,14 +7,14 @@ a known name may start its word (infill.sources.names); other spans take the gre
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from diffill.model.fim import build_canvas
+from diffill.model.session import PromptSession
 from diffill.model.tokenizer import EOS
 
-from ..options import DraftOptions, RankOptions
-from ..prompted import PromptedModel
+from .. import tuning
+from ..options import DraftOptions, EngineOptions
 from ..request import Request
 from .names import KnownNames, preferred_name
 
@@ -34,48 +34,21 @@ def canvas_length(line: bool, model_canvas: int, options: DraftOptions) -> int:
     return canvas
 
 
-def draft(asked: PromptedModel, request: Request, canvas: int, beam: int, names: KnownNames | None) -> Draft:
+def draft(model: PromptSession, request: Request, canvas: int, beam: int, names: KnownNames | None) -> Draft:
     """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans, from a
     `beam` this wide). With `names`, a known name replaces the draft's own word when the model believes it nearly
     as much, and the draft goes on after it."""
-    stop = asked.vocabulary.line_stops() if request.line else {EOS}
+    stop = request.stops
     k = beam if request.line else 1
-    ids, score = asked.best_draft(canvas - 1, stop, request.first, k, among=request.judged_among)
+    ids, score = model.draft(canvas - 1, stop, k)
     if names is not None:
-        head = preferred_name(asked, ids, names)
+        head = preferred_name(model, ids, names)
         if head is not None and len(head) < canvas - 1:
-            rest = asked.best_draft(canvas - 1 - len(head), stop, None, k, head=head)
+            rest = model.draft(canvas - 1 - len(head), stop, k, head=head)
             ids = head + rest[0]
     while ids and ids[-1] in stop:
         ids.pop()
     return Draft(build_canvas(ids, canvas), score)
-
-
-def denoise(
-    asked: PromptedModel,
-    request: Request,
-    canvas: int,
-    init: list[int] | None,
-    cancel: Callable[[], bool] | None,
-    options: DraftOptions,
-    rank: RankOptions,
-) -> list[int]:
-    """The denoised answer (from `init`, a drafted canvas, or from noise); a block gets two canvases. The
-    denoiser cuts at doubt only what the encoder does not judge (infill.ranking judges AR rest-of-line drafts).
-    Out of time, the drafted canvas is the answer as it stands (none without a draft)."""
-    denoised = asked.denoise(
-        max_new_tokens=canvas * (1 if request.line else 2),
-        seed=options.seed,
-        steps=options.steps,
-        canvas_length=canvas,
-        cancel=cancel,
-        init=init,
-        min_confidence=0.0 if options.ar and request.line else rank.span_confidence,
-        first_allowed=request.first_ids,
-    )
-    if denoised is not None:
-        return denoised
-    return drafted(init or [])
 
 
 def drafted(canvas: list[int]) -> list[int]:
@@ -84,33 +57,19 @@ def drafted(canvas: list[int]) -> list[int]:
 
 
 def with_known_tail(
-    asked: PromptedModel,
-    request: Request,
-    ids: list[int],
-    canvas: int,
-    cancel: Callable[[], bool] | None,
-    options: DraftOptions,
-    rank: RankOptions,
+    model: PromptSession, request: Request, ids: list[int], canvas: int, options: EngineOptions
 ) -> list[int]:
     """`ids`, or when they do not end with the known text after the cursor (closing brackets), a second denoising
     with that text pinned where the model ended its line, then EOS: the model fills what comes before it."""
     tail = request.known_tail
-    if not tail or asked.decode(ids).rstrip().endswith(tail):
+    if not tail or model.decode(ids).rstrip().endswith(tail):
         return ids
-    tail_ids = asked.encode(tail)
+    tail_ids = model.encode(tail)
     if len(tail_ids) + 2 > canvas:
         return ids
     start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
     pins = {start + i: t for i, t in enumerate(tail_ids)}
     pins[start + len(tail_ids)] = EOS
-    pinned = asked.denoise(
-        max_new_tokens=canvas,
-        seed=options.seed,
-        steps=options.steps,
-        canvas_length=canvas,
-        pinned=pins,
-        cancel=cancel,
-        min_confidence=0.0 if options.ar else rank.span_confidence,  # the encoder cuts
-        first_allowed=request.first_ids,
-    )
+    floor = 0.0 if options.drafts.ar else options.rank.span_confidence  # (the encoder cuts its drafts)
+    pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=floor)
     return ids if pinned is None else pinned  # (None: out of time)

@@ -9,11 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from diffill.model.session import PromptSession
+
 from .. import ranking
 from ..around.chunks import Chunk
 from ..around.prompt_context import IDENT_TAIL, query_terms
 from ..around.workspace import IDENT, WorkspaceIndex
-from ..prompted import PromptedModel
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
 ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `from .x`, `..`, `...`)
@@ -91,17 +92,17 @@ def _module(path: str) -> str:
     return p.parent.name if p.stem == "__init__" else p.stem
 
 
-def preferred_name(asked: PromptedModel, draft: list[int], known: KnownNames) -> list[int] | None:
+def preferred_name(model: PromptSession, draft: list[int], known: KnownNames) -> list[int] | None:
     """Token ids of the known name that should start the answer instead of the draft's own word, or None. The
     model scores each name and its own word (log-probability after the prompt); a name wins unless the model's
     own word leads it by more than the prior."""
-    text = asked.decode(draft)
+    text = model.decode(draft)
     own = _answer_word(text, known)
     if own is None or own in known.names:
         return None
     options = [own] + known.names
-    encoded = [asked.encode(known.healed + name[len(known.typed) :]) for name in options]
-    scores = asked.scores(encoded)
+    encoded = [model.encode(known.healed + name[len(known.typed) :]) for name in options]
+    scores = model.scores(encoded)
     top = 1 + ranking.best(scores[1:])
     if ranking.trails(scores[top], known.prior, scores[0]):
         return None
@@ -117,7 +118,7 @@ def _answer_word(text: str, known: KnownNames) -> str | None:
 
 
 def whole_name(
-    asked: PromptedModel, ids: list[int], cut: list[int] | None, known: KnownNames | None
+    model: PromptSession, ids: list[int], cut: list[int] | None, known: KnownNames | None
 ) -> list[int] | None:
     """`cut` (the answer cut at the model's doubt: infill.ranking), or a longer start of `ids` when the cut falls
     inside the word being typed and the answer's word is a name the project knows: the cut then ends where the
@@ -125,7 +126,7 @@ def whole_name(
     name it never saw spelled (`convert_psi_|to_kilopascal`); the definition is the evidence (bench names)."""
     if cut is None or known is None:
         return cut
-    text, shown = asked.decode(ids), asked.decode(cut)
+    text, shown = model.decode(ids), model.decode(cut)
     own = _answer_word(text, known)
     written = known.typed + shown[len(known.healed) :]  # (the cut may end inside the typed word's tokens)
     if own is None or own not in known.names or not own.startswith(written) or own == written:
@@ -134,4 +135,4 @@ def whole_name(
     end = len(os.path.commonprefix(agreeing)) - len(known.typed)
     if end <= len(written) - len(known.typed):
         return cut
-    return asked.encode(text[: len(known.healed) + end])
+    return model.encode(text[: len(known.healed) + end])

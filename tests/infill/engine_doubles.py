@@ -41,7 +41,7 @@ class FakeModel:
     def prefill(self, prompt, cache):
         return 0
 
-    def generate(self, prompt, init=None, **kw):
+    def denoise(self, prompt, cache=None, init=None, **kw):
         return [t for t in init if t > 1]  # the draft as the answer
 
     def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):

@@ -123,6 +123,9 @@ def _engine_with_scores(prefer):
         def __init__(self):
             self.net, self.config = net, net.config
 
+        def prefill(self, prompt, cache):
+            return 0
+
         def slot_logprobs(self, prompt, canvas, slots, cache=None, seed=0):
             return [prefer(tok.decode(canvas[a:b]), k) for k, (a, b) in enumerate(slots)]
 

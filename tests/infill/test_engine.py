@@ -12,11 +12,11 @@ from diffill.model.tokenizer import CodeTokenizer
 
 def test_a_keystroke_reuses_the_encoder_cache(engine):
     text = "def f(x):\n    return g(x)\n\nname = call(arg"
-    before = engine.prompt_cache.encoded_tokens
+    before = engine.prompter.prompt_cache.encoded_tokens
     engine.complete(SyntaxDocument(text, "python"), len(text), key="doc")
-    encoded_first = engine.prompt_cache.encoded_tokens - before
+    encoded_first = engine.prompter.prompt_cache.encoded_tokens - before
     engine.complete(SyntaxDocument(text + ",", "python"), len(text) + 1, key="doc")
-    encoded_second = engine.prompt_cache.encoded_tokens - before - encoded_first
+    encoded_second = engine.prompter.prompt_cache.encoded_tokens - before - encoded_first
     assert 0 < encoded_second <= 3 < encoded_first
 
 
@@ -60,7 +60,7 @@ def test_healed_answer_does_not_repeat_the_typed_text():
         def __init__(self):
             super().__init__(net)
 
-        def generate(self, prompt, first_allowed=None, **kw):
+        def denoise(self, prompt, cache=None, first_allowed=None, **kw):
             seen["first_allowed"] = first_allowed
             first = max(first_allowed or [tok.encode(" arg")[-1]], key=lambda i: len(tok.decode([i])))
             return [first, *tok.encode(")")]
@@ -83,8 +83,7 @@ def test_healed_answer_does_not_repeat_the_typed_text():
 def test_a_completion_runs_its_stages_in_order():
     """With encoder drafts on a rest of line: the next-line copies are looked for (none here), the model drafts
     (a beam), copies of the typed line are scored against the draft, and the model's own answer is judged token
-    by token for the cut: one encoder cache for all of them. The encoder wrote the draft, so it is not denoised
-    (unless `denoise_lines` asks for it)."""
+    by token for the cut: one encoder cache for all of them. The encoder wrote the draft, so it is not denoised."""
     tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     calls = []
@@ -98,9 +97,9 @@ def test_a_completion_runs_its_stages_in_order():
             calls.append(("copies", id(cache)))
             return [-50.0 for _ in continuations]
 
-        def generate(self, prompt, init=None, cache=None, **kw):
+        def denoise(self, prompt, cache=None, init=None, **kw):
             calls.append(("denoise", id(cache)))
-            return super().generate(prompt, init=init)
+            return super().denoise(prompt, init=init)
 
         def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
             calls.append(("doubt", id(cache)))
@@ -112,7 +111,3 @@ def test_a_completion_runs_its_stages_in_order():
     assert [kind for kind, _ in calls] == ["draft", "copies", "doubt"]
     assert len({cache for _, cache in calls}) == 1
     assert out is not None and out.source == "model" and out.text == "total(x)"
-    calls.clear()
-    eng.options = options(steps=2, draft="ar", token_healing=False, min_confidence=0.3, denoise_lines=True)
-    assert eng.complete(SyntaxDocument(text, "python"), text.rindex("compute_") + 8) == out
-    assert [kind for kind, _ in calls] == ["draft", "copies", "denoise", "doubt"]

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from diffill.infill import tuning
 from diffill.infill.options import (
     KNOB_STAGE,
     STAGES,
@@ -32,13 +33,22 @@ def test_every_knob_has_one_stage():
 
 def test_knobs_are_routed_to_their_stage():
     o = EngineOptions.from_card(
-        None, steps=3, max_prompt_tokens=128, copy_prior=None, symbol_prior=2.0, ngram_weight=None, min_confidence=0.4
+        None, steps=3, max_prompt_tokens=128, copy_prior=None, symbol_prior=2.0, min_confidence=0.4
     )
     assert (o.drafts.steps, o.prompt.max_prompt_tokens, o.rank.min_confidence) == (3, 128, 0.4)
-    assert (o.copies.copy_prior, o.names.symbol_prior, o.evidence.ngram_weight) == (None, 2.0, None)
-    assert o.evidence.memory_weight == EngineOptions().evidence.memory_weight  # untouched knobs keep defaults
+    assert (o.copies.copy_prior, o.names.symbol_prior) == (None, 2.0)
+    assert o.prompt.token_healing == EngineOptions().prompt.token_healing  # untouched knobs keep defaults
     with pytest.raises(TypeError, match="nonsense"):
         EngineOptions.from_card(None, nonsense=1)
+
+
+def test_the_engine_has_few_knobs_and_the_tuned_numbers_are_no_knob():
+    """Every leaf is a user setting, a card key or an experiment's flag: at most 16; the numbers no one sets are
+    infill.tuning's and no stage takes them (but for two defaults: the line canvas, which `diffill eval` varies,
+    and the context budget of models whose card says they were trained with context)."""
+    assert len(KNOB_STAGE) <= 16
+    tuned = {name.lower() for name in vars(tuning) if name.isupper()} - {"line_canvas_length", "context_tokens"}
+    assert len(tuned) > 10 and not tuned & set(KNOB_STAGE)
 
 
 def test_the_card_gives_its_values_and_the_callers_knobs_win():
@@ -53,8 +63,8 @@ def test_the_card_gives_its_values_and_the_callers_knobs_win():
 def test_the_beam_runs_only_under_a_generous_latency_budget():
     drafts = EngineOptions.from_card(CARD).drafts
     assert drafts.draft_candidates == 6
-    assert drafts.beam_width(None) == 6 and drafts.beam_width(drafts.beam_from_budget_ms) == 6
-    assert drafts.beam_width(drafts.beam_from_budget_ms - 1) == 1 and drafts.beam_width(100) == 1
+    assert drafts.beam_width(None) == 6 and drafts.beam_width(tuning.BEAM_FROM_BUDGET_MS) == 6
+    assert drafts.beam_width(tuning.BEAM_FROM_BUDGET_MS - 1) == 1 and drafts.beam_width(100) == 1
     mine = EngineOptions.from_card(CARD, min_confidence=0.5, draft_candidates=1, context_tokens=0)
     assert (mine.rank.min_confidence, mine.drafts.draft_candidates, mine.prompt.context_tokens) == (0.5, 1, 0)
     assert mine.rank.span_min_confidence == 0.3

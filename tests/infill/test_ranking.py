@@ -7,10 +7,10 @@ import pytest
 from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
-from diffill.infill import ranking
+from diffill.infill import ranking, tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
-from diffill.infill.options import CopyOptions, RankOptions
+from diffill.infill.options import RankOptions
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 
@@ -22,54 +22,65 @@ def test_the_best_candidate_counts_its_prior_and_loses_only_by_more_than_it():
     assert ranking.within(scores, priors, 0, -1.0) == []
 
 
-def test_the_doubt_floor_depends_on_where_the_answer_comes_from():
-    rank, copies = RankOptions(min_confidence=0.3), CopyOptions(copy_min_confidence=0.5)
-    assert ranking.doubt_floor("model", True, rank, copies) == 0.3  # the encoder judges its own line
-    assert ranking.doubt_floor("model", False, rank, copies) is None  # the denoiser cut it already
-    assert ranking.doubt_floor("copy", True, rank, copies) == 0.5
-    assert ranking.doubt_floor("next line", True, rank, copies) is None  # a copied next line stays whole
-    assert ranking.doubt_floor("copy", True, rank, CopyOptions(copy_min_confidence=0.0)) is None
-    assert ranking.doubt_floor("model", True, RankOptions(), copies) is None  # min_confidence 0 cuts nothing
+def tuned(monkeypatch, **values) -> None:
+    """infill.tuning's numbers as the test says (by lower-case name), for this test only."""
+    for name, value in values.items():
+        monkeypatch.setattr(tuning, name.upper(), value)
 
 
-def test_the_answer_floor_depends_on_where_the_answer_comes_from():
-    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
-    copies = CopyOptions(copy_answer_confidence=0.4, next_line_confidence=0.1)
-    assert ranking.answer_floor("model", rank, copies) == 0.6
-    assert ranking.answer_floor("copy", rank, copies) == 0.4
-    assert ranking.answer_floor("next line", rank, copies) == 0.1
-    assert ranking.answer_floor("model", RankOptions(answer_confidence=0.6), copies) is None  # min_confidence 0: off
-    assert ranking.answer_floor("copy", rank, CopyOptions(copy_answer_confidence=0.0)) is None
+def test_the_doubt_floor_depends_on_where_the_answer_comes_from(monkeypatch):
+    rank = RankOptions(min_confidence=0.3)
+    tuned(monkeypatch, copy_min_confidence=0.5)
+    assert ranking.doubt_floor("model", True, rank) == 0.3  # the encoder judges its own line
+    assert ranking.doubt_floor("model", False, rank) is None  # the denoiser cut it already
+    assert ranking.doubt_floor("copy", True, rank) == 0.5
+    assert ranking.doubt_floor("next line", True, rank) is None  # a copied next line stays whole
+    assert ranking.doubt_floor("model", True, RankOptions()) is None  # min_confidence 0 cuts nothing
+    tuned(monkeypatch, copy_min_confidence=0.0)
+    assert ranking.doubt_floor("copy", True, rank) is None
 
 
-def test_prose_raises_the_floor_of_copies_only():
-    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
-    copies = CopyOptions(copy_answer_confidence=0.4, next_line_confidence=0.1, copy_prose_confidence=0.7)
-    floors = [ranking.answer_floor(s, rank, copies, prose=True) for s in ("model", "copy", "next line")]
+def test_the_answer_floor_depends_on_where_the_answer_comes_from(monkeypatch):
+    rank = RankOptions(min_confidence=0.3)
+    tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
+    assert ranking.answer_floor("model", rank) == 0.6
+    assert ranking.answer_floor("copy", rank) == 0.4
+    assert ranking.answer_floor("next line", rank) == 0.1
+    assert ranking.answer_floor("model", RankOptions()) is None  # min_confidence 0: off
+    tuned(monkeypatch, copy_answer_confidence=0.0)
+    assert ranking.answer_floor("copy", rank) is None
+
+
+def test_prose_raises_the_floor_of_copies_only(monkeypatch):
+    rank = RankOptions(min_confidence=0.3)
+    tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
+    tuned(monkeypatch, copy_prose_confidence=0.7)
+    floors = [ranking.answer_floor(s, rank, prose=True) for s in ("model", "copy", "next line")]
     assert floors == [0.6, 0.7, 0.1]  # a copied next line in a docstring is most often right: its own floor
-    assert ranking.answer_floor("copy", rank, copies) == 0.4  # in code
-    lower = CopyOptions(copy_answer_confidence=0.4, copy_prose_confidence=0.2)
-    assert ranking.answer_floor("copy", rank, lower, prose=True) == 0.4  # never lower than in code
-    assert ranking.answer_floor("copy", RankOptions(), copies, prose=True) is None  # min_confidence 0: all off
+    assert ranking.answer_floor("copy", rank) == 0.4  # in code
+    assert ranking.answer_floor("copy", RankOptions(), prose=True) is None  # min_confidence 0: all off
+    tuned(monkeypatch, copy_prose_confidence=0.2)
+    assert ranking.answer_floor("copy", rank, prose=True) == 0.4  # never lower than in code
 
 
-def test_a_copy_that_one_place_continues_needs_more_belief():
-    rank = RankOptions(min_confidence=0.3, answer_confidence=0.6)
-    copies = CopyOptions(copy_answer_confidence=0.4, lone_copy_confidence=0.55, next_line_confidence=0.1)
-    assert ranking.answer_floor("copy", rank, copies, places=1) == 0.55
-    assert ranking.answer_floor("copy", rank, copies, places=2) == 0.4  # places that agree are evidence
-    assert ranking.answer_floor("next line", rank, copies, places=1) == 0.1  # its own floor
-    assert ranking.answer_floor("model", rank, copies) == 0.6
-    assert ranking.answer_floor("copy", RankOptions(), copies, places=1) is None  # min_confidence 0: all off
+def test_a_copy_that_one_place_continues_needs_more_belief(monkeypatch):
+    rank = RankOptions(min_confidence=0.3)
+    tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
+    tuned(monkeypatch, lone_copy_confidence=0.55)
+    assert ranking.answer_floor("copy", rank, places=1) == 0.55
+    assert ranking.answer_floor("copy", rank, places=2) == 0.4  # places that agree are evidence
+    assert ranking.answer_floor("next line", rank, places=1) == 0.1  # its own floor
+    assert ranking.answer_floor("model", rank) == 0.6
+    assert ranking.answer_floor("copy", RankOptions(), places=1) is None  # min_confidence 0: all off
 
 
 def _asked(decode: dict[int, str], logps: list[float], prefix: list[float] | None = None, judged=None):
-    def token_beliefs(ids, first=None):
+    def beliefs(ids):
         if judged is not None:
             judged.append(ids)
         return logps[: len(ids)], (prefix if prefix is not None else logps)[: len(ids)]
 
-    return SimpleNamespace(token_beliefs=token_beliefs, decode=lambda ids: "".join(decode[i] for i in ids))
+    return SimpleNamespace(beliefs=beliefs, decode=lambda ids: "".join(decode[i] for i in ids))
 
 
 def test_the_cut_judges_the_tokens_past_the_healed_text_and_stops_at_eos():
@@ -113,7 +124,7 @@ def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
         (3, 0.0, None),  # off
     ],
 )
-def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floor, kept):
+def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floor, kept, monkeypatch):
     """min_confidence on a rest-of-line answer of the model's own (AR drafts): the encoder's probability of each
     token decides where it ends, and the denoiser is asked for no cut of its own."""
     tok = CodeTokenizer.train(CODE * 20, vocab_size=300)
@@ -132,13 +143,12 @@ def test_the_models_own_line_ends_before_the_first_doubtful_token(doubtful, floo
             assert tokens == answer  # the answer without its end
             return twice(logps)
 
-        def generate(self, prompt, init=None, min_confidence=None, **kw):
+        def denoise(self, prompt, cache=None, init=None, min_confidence=None, **kw):
             assert min_confidence == 0.0
-            return super().generate(prompt, init=init)
+            return super().denoise(prompt, init=init)
 
-    knobs = options(
-        steps=2, draft="ar", token_healing=False, symbol_prior=None, min_confidence=floor, answer_confidence=0.0
-    )
+    monkeypatch.setattr(tuning, "ANSWER_CONFIDENCE", 0.0)
+    knobs = options(steps=2, draft="ar", token_healing=False, symbol_prior=None, min_confidence=floor)
     eng = CompletionEngine(Drafter(net), tok, knobs)
     text = "from totals import total\n\n\ndef f(x):\n    return \n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("return ") + 7)
@@ -171,15 +181,11 @@ def _copying_engine(beliefs, **knobs):
 
 
 @pytest.mark.parametrize("places, expected", [(1, None), (2, "Logger(__name__)")])
-def test_a_copy_one_place_continues_is_judged_harder(places, expected):
+def test_a_copy_one_place_continues_is_judged_harder(places, expected, monkeypatch):
     """The model gives a copied rest of line p = 0.45 whole: enough for a line that two places continue
     (copy_answer_confidence 0.35), not for one that only one place does (lone_copy_confidence 0.55)."""
-    eng, _ = _copying_engine(
-        lambda tok, tokens: [math.log(0.45)] + [0.0] * (len(tokens) - 1),
-        min_confidence=0.4,
-        copy_answer_confidence=0.35,
-        lone_copy_confidence=0.55,
-    )
+    tuned(monkeypatch, copy_answer_confidence=0.35, lone_copy_confidence=0.55)
+    eng, _ = _copying_engine(lambda tok, tokens: [math.log(0.45)] + [0.0] * (len(tokens) - 1), min_confidence=0.4)
     place = "    logger = logging.getLogger(__name__)\n\n"
     text = "def f():\n" + place + "def h():\n" + place * (places - 1) + "def g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
@@ -187,7 +193,7 @@ def test_a_copy_one_place_continues_is_judged_harder(places, expected):
 
 
 @pytest.mark.parametrize("floor, expected", [(0.35, "Logger"), (0.0, "Logger(__name__)")])
-def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
+def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected, monkeypatch):
     """A copied rest of line ends before its first token under copy_min_confidence (the model's own answers have
     min_confidence): the copy's right start stands when its end goes wrong. 0 keeps copies whole."""
     judged = []
@@ -197,13 +203,13 @@ def test_a_copy_is_cut_before_the_first_token_the_model_doubts(floor, expected):
         sure = len(tok.encode("Logger"))
         return [0.0] * sure + [-2.0] * (len(tokens) - sure)  # unsure from `(` on
 
-    floors = dict(copy_min_confidence=floor, copy_answer_confidence=floor, lone_copy_confidence=floor)
-    eng, tok = _copying_engine(beliefs, min_confidence=0.6, **floors)  # the copy judged whole, by the same floor
+    tuned(monkeypatch, copy_min_confidence=floor, copy_answer_confidence=floor, lone_copy_confidence=floor)
+    eng, tok = _copying_engine(beliefs, min_confidence=0.6)  # the copy judged whole, by the same floor
     text = "def f():\n    logger = logging.getLogger(__name__)\n\ndef g():\n    logger = logging.get\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3)
     head = tok.encode("Logger")
     assert tok.encode("Logger(__name__)")[: len(head)] == head  # (the premise: the copy's tokens start so)
     assert out is not None and out.text == expected and out.source == "copy"
     assert judged == (["Logger(__name__)"] if floor else [])
-    eng.options = options(min_confidence=0.0, **_COPYING, **floors)  # nothing is cut: copies stay whole too
+    eng.options = options(min_confidence=0.0, **_COPYING)  # nothing is cut: copies stay whole too
     assert eng.complete(SyntaxDocument(text, "python"), text.index("get\n") + 3).text == "Logger(__name__)"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from diffill.infill import tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.options import PromptOptions
 from diffill.infill.request import _suffix_ids, build_request, healing, is_known_tail, prompt_ids, typed_word
@@ -36,7 +37,7 @@ def test_a_rest_of_line_request_heals_and_its_suffix_starts_at_the_line_end(engi
     assert request.line and request.suffix_start == text.index(")\nitems") + 1 and request.known_tail == ")"
     assert request.healed and text[:offset].endswith(request.healed)
     assert request.prompt == prompt_ids(text, offset, request.suffix_start, vocab, PROMPT, heal=True)[0]
-    assert request.first_ids == request.first([]) == vocab.consistent_with(request.healed)
+    assert request.healing.first_ids == request.healing.allowed([]) == vocab.consistent_with(request.healed)
     assert request.unhealed(request.healed + "s, b)") == "s, b)" and request.unhealed("other") == ""
 
 
@@ -50,13 +51,15 @@ def test_a_block_request_keeps_its_suffix_whole_and_writes_its_indentation_again
     assert not request.line and request.suffix_start == request.offset and request.known_tail == ""
     assert request.healed == "    "
     assert engine.tokenizer.decode(request.prompt).endswith("def f(x):\n")
-    assert request.first_ids == vocab.indenting("    ")
+    assert request.healing.first_ids == vocab.indenting("    ")
     unhealed = build_request(
         SyntaxDocument("x = call(arg", "python"), 12, [], vocab, PromptOptions(token_healing=False)
     )
-    assert unhealed.line and unhealed.healed == "" and unhealed.first is None
+    assert unhealed.line and unhealed.healed == "" and unhealed.healing.allowed is None
     at_column_0 = build_request(SyntaxDocument("x = 1\n\n", "python"), 6, [], vocab, PROMPT)
-    assert at_column_0.healed == "" and at_column_0.first is None  # nothing typed on the line: nothing to heal
+    assert (
+        at_column_0.healed == "" and at_column_0.healing.allowed is None
+    )  # nothing typed on the line: nothing to heal
 
 
 def test_context_blocks_go_into_the_prompt(engine):
@@ -87,8 +90,8 @@ def test_token_healing_takes_back_the_partial_token(engine):
     assert first and all(engine.tokenizer.decode([i]).startswith(healed) for i in first)
 
 
-def test_token_healing_takes_back_a_word_typed_in_pieces(engine):
-    """`argume|` is several tokens: the word is taken back whole (at most `heal_tokens`), so the model may write
+def test_token_healing_takes_back_a_word_typed_in_pieces(engine, monkeypatch):
+    """`argume|` is several tokens: the word is taken back whole (at most HEAL_TOKENS), so the model may write
     it in its own tokens; a name typed whole after a dot or a space is one piece and stays as before."""
     tok, vocab = engine.tokenizer, engine.vocabulary
     text = "def f(x):\n    return g(x)\n\nname = call(argume"
@@ -96,7 +99,8 @@ def test_token_healing_takes_back_a_word_typed_in_pieces(engine):
     assert len(tok.encode("argume")) > 1  # (the test's premise: the tiny tokenizer splits the word)
     plain = prompt_ids(text, len(text), len(text), vocab, PROMPT)[0]
     for limit in (1, 2, 8):
-        prompt, healed = prompt_ids(text, len(text), len(text), vocab, PromptOptions(heal_tokens=limit), heal=True)
+        monkeypatch.setattr(tuning, "HEAL_TOKENS", limit)
+        prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
         taken = len(plain) - len(prompt)
         assert text.endswith(healed) and healed.endswith(pieces[-1]) and 1 <= taken <= limit
         assert healed == "".join(pieces[-taken:]) and healed.strip().isidentifier()

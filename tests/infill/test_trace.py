@@ -3,6 +3,7 @@ encoder's greedy drafts, with their drafts counted."""
 
 from engine_doubles import options
 
+from diffill.infill import tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.trace import Trace
 
@@ -24,7 +25,7 @@ def test_a_trace_times_its_stages_and_sums_with_others():
     assert Trace().accepted_per_draft == 0.0
 
 
-def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine):
+def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine, monkeypatch):
     kept = engine.options
     docs = [SyntaxDocument(f"def f(x):\n    return g(x)\n\n{head}", "python") for head in HEADS]
     try:
@@ -34,9 +35,8 @@ def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine):
             plain_traces.append(Trace())
             plain.append(engine.complete(d, len(d.text), trace=plain_traces[-1]))
         assert any(c is not None and c.text for c in plain)
-        engine.options = options(
-            steps=4, draft="ar", draft_candidates=1, speculative=True, decoder_drafts=True, speculative_canvas=6
-        )
+        monkeypatch.setattr(tuning, "SPECULATIVE_CANVAS", 6)
+        engine.options = options(steps=4, draft="ar", draft_candidates=1, speculative=True, decoder_drafts=True)
         for d, want, before in zip(docs, plain, plain_traces, strict=True):
             trace = Trace()
             assert engine.complete(d, len(d.text), trace=trace) == want

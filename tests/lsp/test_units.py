@@ -216,7 +216,7 @@ def test_a_request_superseded_while_it_queues_for_the_model_thread_never_starts(
     release, calls = threading.Event(), []
 
     class Engine:
-        def complete(self, doc, offset, **_):
+        def answer(self, doc, offset, **_):
             calls.append(doc.text)
             if doc.text.startswith("slow"):
                 release.wait(10)

@@ -4,11 +4,11 @@ around the cursor's and the other texts, each tokenized once; and every model ca
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
+from diffill.infill import tuning
 from diffill.infill.around import ngram_evidence
 from diffill.infill.around.ngram_evidence import NgramEvidence
 from diffill.infill.document import SyntaxDocument
@@ -109,10 +109,10 @@ def test_one_folder_index_serves_each_file_without_its_own_saved_copy():
     assert sorted(elsewhere.continuations(_ids("ab"))[1].tolist()) == sorted(_ids("cx"))
 
 
-@pytest.mark.parametrize("weight", [0.2, None])
-def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_path, weight):
-    """The draft, the copies' scores and the doubt cut all see one mixer (model.ngram) that learned the document's
-    other lines and the files beside it; an ngram_weight of None turns it off."""
+def _mixers_seen(tmp_path, monkeypatch, weight):
+    """The mixers each model call of a completion beside a file got, with tuning.NGRAM_WEIGHT = `weight`, and the
+    tokenizer."""
+    monkeypatch.setattr(tuning, "NGRAM_WEIGHT", weight)
     tok = CodeTokenizer.train(CODE + ["result = compute_total(items)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     seen = []
@@ -132,30 +132,37 @@ def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_
 
     (tmp_path / "beside.py").write_text("total = compute_total(numbers)\n")
     here = tmp_path / "here.py"
-    knobs = options(
-        steps=2, draft="ar", min_confidence=0.3, symbol_prior=None, ngram_weight=weight, token_healing=False
-    )
+    knobs = options(steps=2, draft="ar", min_confidence=0.3, symbol_prior=None, token_healing=False)
     eng = CompletionEngine(Drafter(net), tok, knobs)
     text = "def f(x):\n    return g(x)\n\nvalue = compute(\n"
     eng.complete(SyntaxDocument(text, "python"), text.index("compute(") + 8, path=str(here))
-    kinds = {kind for kind, _ in seen}
-    assert {"draft", "doubt"} <= kinds
-    mixers = {id(m) for _, m in seen}
-    if weight is None:
-        assert mixers == {id(None)}
-        return
-    assert len(mixers) == 1
-    mix = seen[0][1]
+    assert {"draft", "doubt"} <= {kind for kind, _ in seen}
+    return [m for _, m in seen], tok
+
+
+def test_every_model_call_of_a_completion_gets_the_cache_of_the_code_around(tmp_path, monkeypatch):
+    """The draft, the copies' scores and the doubt cut all see one mixer (model.ngram) that learned the document's
+    other lines and the files beside it."""
+    mixers, tok = _mixers_seen(tmp_path, monkeypatch, 0.2)
+    assert len({id(m) for m in mixers}) == 1
+    mix = mixers[0]
     document, beside = mix.indexes
     assert document.continuations(tok.encode("return g("))[0] > 0  # the document's lines
     assert beside.continuations(tok.encode("compute_total("))[0] > 0  # the file beside it
     assert mix.tail[-3:] == tok.encode("value = compute(")[-3:]  # the prompt's end: the typed line
 
 
-@pytest.mark.parametrize("memory_weight", [0.2, None])
-def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(memory_weight):
-    """A model with a corpus memory (model.memory) hands it to every model call of a completion, with the
-    memory's weights, though no file is around (no path) and the cache of the code around is off."""
+def test_without_the_weight_no_call_gets_a_cache_of_the_code_around(tmp_path, monkeypatch):
+    mixers, _ = _mixers_seen(tmp_path, monkeypatch, None)
+    assert mixers and all(m is None for m in mixers)  # (the tiny model has no corpus memory)
+
+
+def _memory_mixers(monkeypatch, memory_weight):
+    """The mixers each model call of a completion got, a model with a corpus memory (model.memory) and the
+    memory's weight `memory_weight`, no file around (no path) and the cache of the code around off; the memory."""
+    tuned = {"NGRAM_WEIGHT": None, "MEMORY_WEIGHT": memory_weight, "MEMORY_PER_ORDER": 0.07}
+    for name, value in tuned.items():
+        monkeypatch.setattr(tuning, name, value)
     tok = CodeTokenizer.train(CODE, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     seen = []
@@ -170,27 +177,24 @@ def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(
             return twice([0.0] * len(tokens))
 
     memory = CorpusMemory(np.array(tok.encode("value = compute(items)\n") * 3, dtype=np.uint16), tok.vocab_size)
-    knobs = options(
-        steps=2,
-        draft="ar",
-        min_confidence=0.3,
-        symbol_prior=None,
-        ngram_weight=None,
-        token_healing=False,
-        memory_weight=memory_weight,
-        memory_per_order=0.07,
-        copy_prior=None,
-    )
+    knobs = options(steps=2, draft="ar", min_confidence=0.3, symbol_prior=None, token_healing=False, copy_prior=None)
     eng = CompletionEngine(Drafter(net), tok, knobs, memory)
     text = "def f(x):\n    return g(x)\n\nvalue = compute(\n"
     eng.complete(SyntaxDocument(text, "python"), text.index("compute(") + 8)
     assert seen and len({id(m) for m in seen}) == 1
-    if memory_weight is None:
-        assert seen[0] is None
-        return
+    return seen, memory
+
+
+def test_the_corpus_memory_reaches_the_model_calls_even_without_the_code_around(monkeypatch):
+    seen, memory = _memory_mixers(monkeypatch, 0.2)
     mix = seen[0]
     assert mix.memory is memory and mix.indexes == []
     assert (mix.memory_weight, mix.memory_per_order) == (0.2, 0.07)
+
+
+def test_without_the_memory_weight_no_call_gets_the_memory(monkeypatch):
+    seen, _ = _memory_mixers(monkeypatch, None)
+    assert seen[0] is None
 
 
 def test_the_lines_beyond_a_long_lines_window_are_out_of_reach():

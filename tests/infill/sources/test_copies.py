@@ -5,6 +5,7 @@ import pytest
 from engine_doubles import CODE, FakeModel, options
 from tiny import random_net, tiny_config
 
+from diffill.infill import tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.sources.copies import LineCopy, can_copy_next_line, could_match, line_copies, next_line_copies
@@ -217,7 +218,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
             asked_ends.append(end_ids)
             return [-1.0 - own_lead for _ in continuations]
 
-        def generate(self, prompt, init=None, **kw):
+        def denoise(self, prompt, cache=None, init=None, **kw):
             denoised.append(init)
             return [t for t in init if t > 1]
 
@@ -261,11 +262,11 @@ def test_copies_are_not_scored_when_the_time_left_does_not_afford_it():
         assert out is not None and out.text == want and bool(scored) == (budget is None)
 
 
-@pytest.mark.parametrize("contest, own_lead, copied", [(True, 5.0, True), (True, 30.0, False), (False, 30.0, True)])
-def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contest, own_lead, copied):
+@pytest.mark.parametrize("own_lead", [5.0, 30.0])
+def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(own_lead):
     """On an empty line, the line that followed `client = make_client()` in another function is the answer
-    (one line, nothing denoised); in a contest, unless the model's own best line (a one-line beam) leads it by
-    more than next_line_prior. Without one the copy wins and no beam is drafted."""
+    (one line, nothing drafted, nothing denoised) however much less the model scores it: the model's own line
+    does not contest it."""
     tok = CodeTokenizer.train(CODE + ["client = make_client()\nclient.connect(host)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
     denoised, line_beams = [], []
@@ -279,18 +280,17 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(contes
         def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-1.0 - own_lead for _ in continuations]
 
-        def generate(self, prompt, init=None, **kw):
+        def denoise(self, prompt, cache=None, init=None, **kw):
             denoised.append(init)
-            return super().generate(prompt, init=init)
+            return super().denoise(prompt, init=init)
 
-    knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None, next_line_contest=contest)
+    knobs = options(steps=2, draft="ar", draft_candidates=3, symbol_prior=None)
     eng = CompletionEngine(Drafter(net), tok, knobs)
     text = "def f():\n    client = make_client()\n    client.connect(host)\n\ndef g(host):\n    client = make_client()\n    \n"
     offset = text.rindex("    \n") + 4
     out = eng.complete(SyntaxDocument(text, "python"), offset)
-    assert line_beams == ([3] if contest else [])  # the model's own best line came from the beam
-    assert out is not None and (out.text == "client.connect(host)") == copied
-    assert bool(denoised) != copied
+    assert line_beams == [] and denoised == []
+    assert out is not None and out.text == "client.connect(host)" and out.source == "next line"
 
 
 def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
@@ -320,9 +320,10 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
 @pytest.mark.parametrize(
     "gap, hedge, expected", [(0.5, 1.0, "Equal("), (3.0, 1.0, "Equal(y, 2)"), (0.5, None, "Equal(y, 2)")]
 )
-def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, expected):
-    """Two lines start like `self.assert`; when the model scores their rests within copy_hedge nats, the answer
+def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, expected, monkeypatch):
+    """Two lines start like `self.assert`; when the model scores their rests within COPY_HEDGE nats, the answer
     is what they share (`Equal(`), else the better one."""
+    monkeypatch.setattr(tuning, "COPY_HEDGE", hedge)
     tok = CodeTokenizer.train(CODE + ["self.assertEqual(x, 1)\n"] * 40, vocab_size=300)
     net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
 
@@ -333,8 +334,7 @@ def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, 
         def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
             return [-2.0 if "y" in tok.decode(c) else -2.0 - gap for c in continuations]
 
-    knobs = options(steps=2, draft="ar", symbol_prior=None, token_healing=False, copy_hedge=hedge)
-    eng = CompletionEngine(Drafter(net), tok, knobs)
+    eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", symbol_prior=None, token_healing=False))
     text = "def f():\n    self.assertEqual(x, 1)\n\n\ndef g():\n    self.assertEqual(y, 2)\n\n\ndef h(y):\n    self.assert\n"
     out = eng.complete(SyntaxDocument(text, "python"), text.rindex("assert") + 6)
     assert out is not None and out.text == expected and out.source == "copy"

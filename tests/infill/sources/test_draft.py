@@ -20,22 +20,22 @@ def test_a_rest_of_line_gets_the_short_canvas_and_other_spans_the_models_or_the_
 
 def test_pinned_tail_is_kept_at_the_end_of_the_line(engine):
     calls = []
-    real = engine.model.generate
+    real = engine.model.denoise
 
     def spy(*args, **kwargs):
-        calls.append(kwargs.get("pinned"))
+        calls.append(kwargs.get("pins"))
         out = real(*args, **kwargs)
-        calls[-1] = (kwargs.get("pinned"), out)
+        calls[-1] = (kwargs.get("pins"), out)
         return out
 
-    engine.model.generate = spy
+    engine.model.denoise = spy
     try:
         text = "print(value)\nx = call(\nitems = [a]\n"
         offset = text.index("call(") + 5
         doc = SyntaxDocument(text[:offset] + "))" + text[offset:], "python")
         engine.complete(doc, offset, key="t")
     finally:
-        engine.model.generate = real
+        engine.model.denoise = real
     free = engine.tokenizer.decode(calls[0][1])
     if free.rstrip().endswith("))"):
         assert len(calls) == 1

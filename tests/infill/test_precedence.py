@@ -1,11 +1,11 @@
-"""The policy's precedence: a rename in progress, then a signature being edited, then a completion; each falls
-through to the next when it has nothing to offer."""
+"""The engine's precedence (CompletionEngine.answer): a rename in progress, then a signature being edited, then a
+completion; each falls through to the next when it has nothing to offer."""
 
 import pytest
 
 from diffill.infill.completion import Completion
 from diffill.infill.document import SyntaxDocument
-from diffill.infill.policy import CompletionPolicy
+from diffill.infill.engine import CompletionEngine
 
 EDIT = Completion(0, 1, "renamed", "edit")
 FOLLOWED = Completion(0, 1, "passed on", "edit")
@@ -13,7 +13,7 @@ COMPLETED = Completion(0, 0, "completed", "line")
 
 
 class Engine:
-    """An engine double that records what the policy asked of it and answers as the test says."""
+    """An engine double that records what `answer` asked of it and answers as the test says."""
 
     def __init__(self, edit, follow):
         self.asked: list[str] = []
@@ -60,12 +60,13 @@ class Signatures:
 )
 def test_a_rename_then_a_signature_then_a_completion(rename, edit, change, follow, answer, asked):
     engine = Engine(edit, follow)
-    policy = CompletionPolicy(engine)
-    got = policy.answer(SyntaxDocument("x = 1\n", "python"), 5, renames=Renames(rename), signatures=Signatures(change))
+    got = CompletionEngine.answer(
+        engine, SyntaxDocument("x = 1\n", "python"), 5, renames=Renames(rename), signatures=Signatures(change)
+    )
     assert got is answer and engine.asked == asked
 
 
 def test_without_trackers_it_completes():
     engine = Engine(EDIT, FOLLOWED)
-    assert CompletionPolicy(engine).answer(SyntaxDocument("x = 1\n", "python"), 5) is COMPLETED
+    assert CompletionEngine.answer(engine, SyntaxDocument("x = 1\n", "python"), 5) is COMPLETED
     assert engine.asked == ["complete"]

@@ -1,0 +1,114 @@
+"""What a completion does, chosen once from its request, each plan its sources, ranking and cut in order.
+
+- `rest_of_line` (the encoder drafts, mid-line or at a line's end): a copied next line, else the model's own line
+  (a known name may start its word), which a copied rest of line replaces when the model finds it nearly as
+  likely; the answer is cut at the model's doubt, to a whole known name.
+- `lines` (the encoder drafts, a block body or a few lines): a copied next line, else the encoder's draft seeds
+  a canvas the decoder denoises; the known tail is pinned where it ended its line.
+- `canvas` (a model whose card asks for no encoder drafts): the decoder writes the span from noise.
+
+Every plan's answer then goes through the same filters (infill.postprocess). Where the engine answers with an
+edit instead (a rename in progress, a signature being changed), `CompletionEngine.answer` says first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diffill.model.session import PromptSession
+
+from . import ranking, tuning
+from .options import EngineOptions
+from .request import Request
+from .sources import copies, draft
+from .sources.names import KnownNames, whole_name
+from .trace import Trace
+
+REST_OF_LINE, LINES, CANVAS = "rest of line", "lines", "canvas"
+
+
+def plan_for(request: Request, options: EngineOptions) -> str:
+    """The plan of a request: which span, and whether the model's card has the encoder draft."""
+    if not options.drafts.ar:
+        return CANVAS
+    return REST_OF_LINE if request.line else LINES
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a plan works from, gathered once by the engine."""
+
+    model: PromptSession
+    request: Request
+    options: EngineOptions
+    canvas: int  # the span's canvas length
+    beam: int  # the rest-of-line beam's width under the latency budget
+    others: list[str]  # the texts copies come from (the open documents, the files beside)
+    names: KnownNames | None  # the names the project knows that extend the word being typed (rest of line)
+    cost: Trace
+
+
+@dataclass(frozen=True)
+class Answer:
+    ids: list[int]  # the answer as written
+    cut: list[int] | None  # its start the model believes, where it doubts the rest (None: all of it)
+    source: str  # "model", "copy" (a copied rest of line) or "next line"
+
+
+def rest_of_line(a: Inputs) -> Answer:
+    """The rest of the line (see the module docstring); nothing is denoised: the encoder wrote it."""
+    with a.cost.stage("copies"):
+        copied = copies.next_line_copy(a.model, a.request, a.others, a.options.copies)
+    if copied:
+        return _cut(a, copied.ids, "next line", copied.places, encoder_judges=True)
+    with a.cost.stage("draft"):
+        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names)
+    with a.cost.stage("copies"):
+        copied = copies.rest_of_line_copy(a.model, a.request, a.others, drafted.score, a.options.copies)
+    if copied:
+        return _cut(a, copied.ids, "copy", copied.places, encoder_judges=True)
+    with a.cost.stage("denoise"):
+        ids = draft.with_known_tail(a.model, a.request, draft.drafted(drafted.canvas), a.canvas, a.options)
+    return _cut(a, ids, "model", 0, encoder_judges=True)
+
+
+def lines(a: Inputs) -> Answer:
+    """A block body or a few lines (see the module docstring)."""
+    with a.cost.stage("copies"):
+        copied = copies.next_line_copy(a.model, a.request, a.others, a.options.copies)
+    if copied:
+        return _cut(a, copied.ids, "next line", copied.places, encoder_judges=False)
+    with a.cost.stage("draft"):
+        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, None)
+    return _denoised(a, drafted.canvas)
+
+
+def canvas(a: Inputs) -> Answer:
+    """The span written by the decoder from noise (see the module docstring)."""
+    return _denoised(a, None)
+
+
+def _denoised(a: Inputs, init: list[int] | None) -> Answer:
+    """The canvas (seeded with `init`, a draft) denoised, the known tail pinned if it did not end with it; two
+    canvases for a block. The decoder cuts at its own doubt; out of time, the draft is the answer as it stands."""
+    o, request = a.options, a.request
+    with a.cost.stage("denoise"):
+        kw = {"init": init, "min_confidence": o.rank.span_confidence, "canvases": 1 if request.line else 2}
+        ids = a.model.denoise(a.canvas, o.drafts.steps, tuning.SEED, **kw)
+        ids = draft.drafted(init or []) if ids is None else ids
+        ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, o)
+    return _cut(a, ids, "model", 0, encoder_judges=False)
+
+
+def _cut(a: Inputs, ids: list[int], source: str, places: int, encoder_judges: bool) -> Answer:
+    """The answer with its start the model believes (infill.ranking): token by token where the encoder judges
+    it, and all its tokens together; a cut inside a known name goes on to the name's end."""
+    o, request = a.options, a.request
+    with a.cost.stage("cut"):
+        floor = ranking.doubt_floor(source, encoder_judges, o.rank)
+        joint = ranking.answer_floor(source, o.rank, request.prose, places)
+        cut = ranking.cut_at_doubt(a.model, ids, request.healed, floor, joint)
+        return Answer(ids, whole_name(a.model, ids, cut, a.names), source)
+
+
+PLANS = {REST_OF_LINE: rest_of_line, LINES: lines, CANVAS: canvas}

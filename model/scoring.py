@@ -1,0 +1,104 @@
+"""What the encoder's head believes of given continuations of a prompt: the scores candidates are ranked by
+(DiffusionModel.continuation_logprobs) and the beliefs an answer is cut at (DiffusionModel.token_beliefs)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import torch
+
+from .cache import KVCache, hold_prompt
+from .diffusion_gemma import DiffusionGemma
+from .ngram import NgramMixer
+from .speculative import Allowed, Extensions, log_mass
+
+
+def token_beliefs(
+    net: DiffusionGemma,
+    prompt_ids,
+    tokens: list[int],
+    cache: KVCache | None,
+    mix: NgramMixer | None,
+    allowed: Allowed | None,
+    extensions: Extensions | None,
+) -> tuple[list[float], list[float]]:
+    """DiffusionModel.token_beliefs on `net` (its docstring says what they are)."""
+    beliefs: list[list[float]] = []
+    logps = continuation_rows(net, prompt_ids, [tokens], cache, None, mix, allowed, extensions, beliefs)[0]
+    return logps, beliefs[0] if beliefs else list(logps)
+
+
+@torch.inference_mode()
+def continuation_rows(
+    net: DiffusionGemma,
+    prompt_ids,
+    continuations: list[list[int]],
+    cache: KVCache | None,
+    end_ids: Collection[int] | None,
+    mix: NgramMixer | None = None,
+    allowed: Allowed | None = None,
+    extensions: Extensions | None = None,
+    prefix_rows: list[list[float]] | None = None,
+) -> list[list[float]]:
+    """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
+    Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
+    the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
+    of the prompt's cached keys/values; the cache is left holding the prompt. With `extensions`, each row's
+    prefix beliefs (`token_beliefs`) are appended to `prefix_rows`."""
+    rows: list[list[float]] = [[] for _ in continuations]
+    asked = [i for i, tokens in enumerate(continuations) if tokens]
+    if not asked:
+        return rows
+    device = net.device
+    prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
+    n = prompt.shape[1]
+    cache = cache if cache is not None else net.new_cache()
+    hold_prompt(net, prompt, cache, n - 1)  # the last token is fed again, with each continuation, for its state
+    last = int(prompt[0, -1])
+    ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
+    # the last token's state is needed only for the end id's probability
+    fed = [[last, *(continuations[i] if ends is not None else continuations[i][:-1])] for i in asked]
+    width = max(len(f) for f in fed)
+    batch = torch.tensor([f + [0] * (width - len(f)) for f in fed], device=device)
+    copies = cache.expanded(len(fed))
+    logps = torch.log_softmax(net.head(net.encode(batch, copies)).float(), dim=-1)
+    cache.adopt(copies, n)  # the prompt's last token, fed again with each continuation
+    for b, i in enumerate(asked):
+        tokens = continuations[i]
+        logp = logps[b, : len(fed[b])]
+        ids = torch.tensor(tokens, device=device)
+        if mix is None:
+            row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
+        else:  # each token's mixed probability alone (NgramMixer.mix_at)
+            row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
+        norms = [0.0] * len(tokens)
+        if allowed is not None:
+            norms = [_mass(_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)]
+            row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
+        if prefix_rows is not None and extensions is not None:
+            prefix_rows.append(
+                [_mass(extensions(t), logp[j], tokens[:j], mix) - norms[j] for j, t in enumerate(tokens)]
+            )
+        if ends is not None:
+            end = logp[len(tokens)]
+            end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
+            row.append(float(torch.logsumexp(end, 0)))
+        rows[i] = row
+    return rows
+
+
+def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix: NgramMixer | None) -> float:
+    """log P(one of `ids` next) for a row of log-probabilities (0 when `ids` is None: anything is)."""
+    if not ids:
+        return 0.0
+    if mix is None:
+        return log_mass(logp, ids)
+    keep = torch.as_tensor(list(ids), dtype=torch.long, device=logp.device)
+    return float(torch.logsumexp(mix.mix_at(before, logp, keep), 0))
+
+
+def _with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
+    """`ids` with `token` among them (None stays None: no constraint)."""
+    if ids is None or token in ids:
+        return ids
+    return [*ids, token]
