@@ -57,10 +57,9 @@ class Answer:
 
 def rest_of_line(a: Inputs) -> Answer:
     """The rest of the line (see the module docstring); nothing is denoised: the encoder wrote it."""
-    with a.cost.stage("copies"):
-        copied = copies.next_line_copy(a.model, a.request, a.others, a.options.copies)
-    if copied:
-        return _cut(a, copied.ids, "next line", copied.places, encoder_judges=True)
+    copied_next = _next_line(a)
+    if copied_next is not None:
+        return copied_next
     with a.cost.stage("draft"):
         drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names)
     with a.cost.stage("copies"):
@@ -74,10 +73,9 @@ def rest_of_line(a: Inputs) -> Answer:
 
 def lines(a: Inputs) -> Answer:
     """A block body or a few lines (see the module docstring)."""
-    with a.cost.stage("copies"):
-        copied = copies.next_line_copy(a.model, a.request, a.others, a.options.copies)
-    if copied:
-        return _cut(a, copied.ids, "next line", copied.places, encoder_judges=False)
+    copied_next = _next_line(a)
+    if copied_next is not None:
+        return copied_next
     with a.cost.stage("draft"):
         drafted = draft.draft(a.model, a.request, a.canvas, a.beam, None)
     return _denoised(a, drafted.canvas)
@@ -86,6 +84,14 @@ def lines(a: Inputs) -> Answer:
 def canvas(a: Inputs) -> Answer:
     """The span written by the decoder from noise (see the module docstring)."""
     return _denoised(a, None)
+
+
+def _next_line(a: Inputs) -> Answer | None:
+    """The line that followed the line above elsewhere, when one starts with what is typed (judged whole: no
+    token of a copied next line is cut at doubt, so whether the encoder judges the span does not matter)."""
+    with a.cost.stage("copies"):
+        copied = copies.next_line_copy(a.model, a.request, a.others, a.options.copies)
+    return _cut(a, copied.ids, "next line", copied.places, encoder_judges=False) if copied else None
 
 
 def _denoised(a: Inputs, init: list[int] | None) -> Answer:

@@ -34,8 +34,8 @@ class Trace:
         """Stage `name` took the time since `since` (time.perf_counter)."""
         self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - since) * 1e3
 
-    def count_drafts(self, counts: DraftCounts) -> None:
-        """Adds what a session's speculative rounds did (model.session.DraftCounts)."""
+    def count_drafts(self, counts: DraftCounts | Trace) -> None:
+        """Adds what a session's speculative rounds did (model.session.DraftCounts, or another trace's)."""
         self.drafts += counts.drafts
         self.accepted += counts.accepted
         self.lookups += counts.lookups
@@ -44,10 +44,7 @@ class Trace:
     def add(self, other: Trace) -> None:
         """Sums `other` into this one (the daemon's running totals)."""
         self.passes += other.passes
-        self.drafts += other.drafts
-        self.accepted += other.accepted
-        self.lookups += other.lookups
-        self.looked_up += other.looked_up
+        self.count_drafts(other)
         for name, ms in other.ms.items():
             self.ms[name] = self.ms.get(name, 0.0) + ms
 

@@ -115,7 +115,7 @@ class PromptSession:
             self._speculator = Speculator(model.net, s.canvas, s.steps, s.seed, s.decoder)
         # Token log-probabilities the speculative rounds verified (draft tokens -> theirs), for `beliefs`.
         self._verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = {}
-        self.prefilled = model.prefill(prompt, cache)
+        model.prefill(prompt, cache)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
