@@ -15,6 +15,16 @@ from diffill.lsp.cli import standalone
 from diffill.training.cli import MODEL_SIZES
 
 
+def _milliseconds_or_off(text: str) -> float | None:
+    """A latency budget flag: positive milliseconds, or "off" (None: no deadline)."""
+    if text == "off":
+        return None
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a budget is positive milliseconds, or 'off' for none (got {text})")
+    return value
+
+
 def _bench_model(args: argparse.Namespace) -> int:
     from . import model as bench
 
@@ -64,10 +74,11 @@ def _eval(args: argparse.Namespace) -> int:
         draft_candidates=args.draft_candidates,
         siblings=args.siblings,
         copy_prior=args.copy_prior,
+        copies=not args.no_copies,
         dump=args.dump,
         speculative={"model": None, "on": True, "off": False}[args.speculative],
         decoder_drafts={"model": None, "on": True, "off": False}[args.decoder_drafts],
-        latency_budget=args.latency_budget or None,
+        latency_budget=args.latency_budget,
         blocks=args.blocks,
     )
     return 0
@@ -146,9 +157,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--n", type=int, default=200)
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--steps", type=int, default=None, help="denoising steps per canvas (default: the daemon's)")
-    ev.add_argument("--canvas", type=int, default=0, help="canvas length (0 = the model's)")
+    ev.add_argument("--canvas", type=int, default=None, help="canvas length (default: the model's)")
     ev.add_argument("--model", default="")
-    ev.add_argument("--line-canvas", type=int, default=0, help="canvas for rest-of-line spans (0 = the daemon's)")
+    ev.add_argument(
+        "--line-canvas", type=int, default=None, help="canvas for rest-of-line spans (default: the daemon's)"
+    )
     ev.add_argument("--prompt-tokens", type=int, default=256, help="prompt budget (the daemon's maxPromptTokens)")
     ev.add_argument(
         "--draft",
@@ -159,8 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument(
         "--min-confidence",
         type=float,
-        default=-1.0,
-        help="cut answers at the first doubtful token (-1 = the model's card)",
+        default=None,
+        help="cut answers at the first doubtful token (default: the model's card)",
     )
     ev.add_argument(
         "--draft-margin",
@@ -170,15 +183,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument(
         "--draft-candidates",
         type=int,
-        default=0,
-        help="beam width of rest-of-line drafts (0 = the model's card; 1 = greedy)",
+        default=None,
+        help="beam width of rest-of-line drafts (1 = greedy; default: the model's card)",
     )
     ev.add_argument(
         "--copy-prior",
         type=float,
         default=None,
-        help="nats a line copied from the file may trail the model's own by (-1 = no copies; default: the engine's)",
+        help="nats a line copied from the file may trail the model's own by (default: the engine's)",
     )
+    ev.add_argument("--no-copies", action="store_true", help="no answer copied from the code around")
     ev.add_argument(
         "--siblings",
         action="store_true",
@@ -194,9 +208,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ev.add_argument(
         "--latency-budget",
-        type=float,
+        type=_milliseconds_or_off,
         default=200.0,
-        help="milliseconds each answer may take, as the daemon's latencyBudgetMs (0 = no deadline)",
+        help="milliseconds each answer may take, as the daemon's latencyBudgetMs ('off': no deadline)",
     )
     ev.add_argument(
         "--speculative",

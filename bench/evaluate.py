@@ -252,21 +252,23 @@ def daemon_settings(**changes: Any) -> Settings:
 def eval_options(
     loaded: runtime.LoadedModel,
     steps: int | None = None,
-    canvas: int = 0,
-    line_canvas: int = 0,
+    canvas: int | None = None,
+    line_canvas: int | None = None,
     prompt_tokens: int = 256,
     draft: str = "model",
-    min_confidence: float = -1.0,
+    min_confidence: float | None = None,
     token_healing: bool = True,
-    draft_candidates: int = 0,
+    draft_candidates: int | None = None,
     copy_prior: float | None = None,
+    copies: bool = True,
     speculative: bool | None = None,
     decoder_drafts: bool | None = None,
     latency_budget: float | None = 200.0,
 ) -> EngineOptions:
     """The options `diffill eval` runs with: the daemon's (lsp.settings.engine_options over the default settings
     and the model's card) with each flag that is given on top; files are evaluated alone (no cross-file context:
-    `bench context` measures it). `latency_budget` None: no deadline."""
+    `bench context` measures it). Each knob left None is the daemon's (or the card's); `copies` False: none;
+    `latency_budget` None: no deadline."""
     settings = daemon_settings(
         steps=steps,
         canvas_length=canvas,
@@ -279,14 +281,16 @@ def eval_options(
         experiment["latency_budget_ms"] = None  # no deadline
     else:
         settings = replace(settings, latency_budget_ms=int(latency_budget))
-    if line_canvas:
+    if line_canvas is not None:
         experiment["line_canvas_length"] = line_canvas
     if draft != "model":
         experiment["draft"] = draft
     if not token_healing:
         experiment["token_healing"] = False
-    if copy_prior is not None:
-        experiment["copy_prior"] = copy_prior if copy_prior >= 0 else None  # < 0: no copies
+    if not copies:
+        experiment["copy_prior"] = None  # no copies
+    elif copy_prior is not None:
+        experiment["copy_prior"] = copy_prior
     if speculative is not None:  # None: the engine's default
         experiment["speculative"] = speculative
     if decoder_drafts is not None:  # None: the model's card
@@ -299,19 +303,20 @@ def run(
     n: int = 200,
     seed: int = 0,
     steps: int | None = None,
-    canvas: int = 0,
+    canvas: int | None = None,
     model: str = "",
     out: Callable[[str], None] = print,
-    line_canvas: int = 0,
+    line_canvas: int | None = None,
     prompt_tokens: int = 256,
     draft: str = "model",
-    min_confidence: float = -1.0,
+    min_confidence: float | None = None,
     dtype: str = "auto",
     token_healing: bool = True,
     draft_margin: str = "model",
-    draft_candidates: int = 0,
+    draft_candidates: int | None = None,
     siblings: bool = False,
     copy_prior: float | None = None,
+    copies: bool = True,
     dump: str = "",
     speculative: bool | None = None,
     decoder_drafts: bool | None = None,
@@ -338,6 +343,7 @@ def run(
         token_healing=token_healing,
         draft_candidates=draft_candidates,
         copy_prior=copy_prior,
+        copies=copies,
         speculative=speculative,
         decoder_drafts=decoder_drafts,
         latency_budget=latency_budget,

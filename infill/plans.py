@@ -78,12 +78,16 @@ def lines(a: Inputs) -> Answer:
         return copied_next
     with a.cost.stage("draft"):
         drafted = draft.draft(a.model, a.request, a.canvas, a.beam, None)
-    return _denoised(a, drafted.canvas)
+    with a.cost.stage("denoise"):
+        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, init=drafted.canvas, **_canvases(a))
+    return _written(a, ids, drafted.canvas)
 
 
 def canvas(a: Inputs) -> Answer:
     """The span written by the decoder from noise (see the module docstring)."""
-    return _denoised(a, None)
+    with a.cost.stage("denoise"):
+        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, **_canvases(a))
+    return _written(a, ids, [])
 
 
 def _next_line(a: Inputs) -> Answer | None:
@@ -94,15 +98,17 @@ def _next_line(a: Inputs) -> Answer | None:
     return _cut(a, copied.ids, "next line", copied.places, encoder_judges=False) if copied else None
 
 
-def _denoised(a: Inputs, init: list[int] | None) -> Answer:
-    """The canvas (seeded with `init`, a draft) denoised, the known tail pinned if it did not end with it; two
-    canvases for a block. The decoder cuts at its own doubt; out of time, the draft is the answer as it stands."""
-    o, request = a.options, a.request
+def _canvases(a: Inputs) -> dict[str, float | int]:
+    """How the decoder's span is denoised: two canvases for a block, cut where the decoder doubts it."""
+    return {"min_confidence": a.options.rank.span_confidence, "canvases": 1 if a.request.line else 2}
+
+
+def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
+    """The decoder's answer (out of time, None: the draft `init` as it stands) with the known tail pinned where it
+    did not end with it, cut at the decoder's own doubt."""
     with a.cost.stage("denoise"):
-        kw = {"init": init, "min_confidence": o.rank.span_confidence, "canvases": 1 if request.line else 2}
-        ids = a.model.denoise(a.canvas, o.drafts.steps, tuning.SEED, **kw)
-        ids = draft.drafted(init or []) if ids is None else ids
-        ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, o)
+        ids = draft.drafted(init) if ids is None else ids
+        ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, a.options)
     return _cut(a, ids, "model", 0, encoder_judges=False)
 
 

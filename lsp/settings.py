@@ -27,19 +27,28 @@ class Settings:
     quantization: str = "auto"  # the device's best fit (model.runtime.pick_quantization); "none" = as stored
     precision: str = "auto"  # activations/weights: auto = bf16 on GPUs, fp32 on CPUs
     steps: int = 4  # denoising steps per canvas (the sampler also stops early when stable)
-    canvas_length: int = 0  # 0 = the model's own canvas length
+    canvas_length: int | None = None  # None: the model's own canvas length
     languages: tuple[str, ...] = field(default=LANGUAGES)
     latency_budget_ms: int = 200
     max_prompt_tokens: int = 256
     enabled: bool = True
-    threads: int = 0  # 0 = automatic (1 for small models on few cores)
-    min_confidence: float = -1.0  # cut answers at the first token under this probability; -1 = the model's card
-    draft_candidates: int = 0  # beam width of rest-of-line drafts; 0 = the model's card, 1 = greedy (fastest)
+    threads: int | None = None  # None: automatic (1 for small models on few cores)
+    min_confidence: float | None = None  # cut answers at the first token under this probability; None: the card's
+    draft_candidates: int | None = None  # beam width of rest-of-line drafts (1: greedy, fastest); None: the card's
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["languages"] = list(self.languages)
         return d
+
+
+# The settings that may be null (not set), and what they then follow.
+UNSET = {
+    "canvas_length": "the model's own",
+    "threads": "automatic",
+    "min_confidence": "the model's own",
+    "draft_candidates": "the model's own",
+}
 
 
 class SettingsError(ValueError):
@@ -61,23 +70,26 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         return value, None if value in PRECISIONS else f"must be one of {', '.join(PRECISIONS)}"
     if name == "quantization":
         return value, None if value in QUANTIZATION else f"must be one of {', '.join(QUANTIZATION)}"
+    if value is None and name in UNSET:
+        return None, None
     if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads", "draft_candidates"):
         bounds = {
             "steps": (1, 128),
-            "canvas_length": (0, 256),
+            "canvas_length": (1, 256),
             "latency_budget_ms": (10, 60_000),
             "max_prompt_tokens": (16, 32_768),
-            "threads": (0, 256),
-            "draft_candidates": (0, 16),
+            "threads": (1, 256),
+            "draft_candidates": (1, 16),
         }[name]
+        unset = f", or null for {UNSET[name]}" if name in UNSET else ""
         if isinstance(value, bool) or not isinstance(value, int):
-            return value, f"must be an integer in [{bounds[0]}, {bounds[1]}]"
+            return value, f"must be an integer in [{bounds[0]}, {bounds[1]}]{unset}"
         if not bounds[0] <= value <= bounds[1]:
-            return value, f"must be in [{bounds[0]}, {bounds[1]}] (got {value})"
+            return value, f"must be in [{bounds[0]}, {bounds[1]}]{unset} (got {value})"
         return value, None
     if name == "min_confidence":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and (value == -1 or 0 <= value <= 1)
-        return (float(value), None) if ok else (value, "must be a number in [0, 1], or -1 for the model's own")
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+        return (float(value), None) if ok else (value, "must be a number in [0, 1], or null for the model's own")
     if name == "enabled":
         return value, None if isinstance(value, bool) else "must be true or false"
     if name == "languages":
@@ -125,13 +137,12 @@ def engine_options(settings: Settings, card: LoadedModel | None, **experiment: A
     none)."""
     from diffill.infill.options import EngineOptions
 
-    user: dict[str, Any] = {"min_confidence": settings.min_confidence} if settings.min_confidence >= 0 else {}
-    if settings.draft_candidates:
-        user["draft_candidates"] = settings.draft_candidates
+    user = {"min_confidence": settings.min_confidence, "draft_candidates": settings.draft_candidates}
     chosen = {
         "steps": settings.steps,
-        "canvas_length": settings.canvas_length or None,
+        "canvas_length": settings.canvas_length,
         "max_prompt_tokens": settings.max_prompt_tokens,
         "latency_budget_ms": settings.latency_budget_ms,
     }
+    user = {name: value for name, value in user.items() if value is not None}  # None: the card's
     return EngineOptions.from_card(card, **(chosen | user | experiment))

@@ -73,6 +73,18 @@ def fused_stats(z: torch.Tensor, seed: int | torch.Tensor) -> tuple[torch.Tensor
     return step.sample.view(shape), step.argmax.view(shape), step.entropy.view(shape), step.noise.view(shape)
 
 
+def constrain(
+    logits: torch.Tensor, pin_mask: torch.Tensor | None, pin_ids: torch.Tensor | None, allowed: torch.Tensor | None
+) -> torch.Tensor:
+    """A decoder pass's logits with the pinned positions forced to their ids and the first token restricted to
+    `allowed` (token healing), where given."""
+    if pin_mask is not None:
+        logits = pin_logits(logits, pin_mask, pin_ids)
+    if allowed is not None:
+        logits = restrict_first(logits, allowed)
+    return logits
+
+
 def restrict_first(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Logits [B, C, V] with the first position's disallowed ids at the dtype's minimum (in place: the logits
     are a pass's own output)."""

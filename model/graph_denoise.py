@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .cache import KVCache
-from .cancel import Cancelled
+from .cancel import check
 from .diffusion_gemma import DiffusionGemma
 from .draws import (
     CanvasResult,
@@ -104,8 +104,7 @@ def denoise(
     total = cfg.max_denoising_steps
     steps, logits, argmax = 0, None, x
     for n in range(total, 0, -1):
-        if cancel is not None and cancel():
-            raise Cancelled()
+        check(cancel)
         temp = temperature(cfg, n, total)
         s["temp"].fill_(float(temp) if temp is not None else 1.0)
         s["seed"].fill_(seeds.randrange(2**31 - 1))

@@ -48,9 +48,10 @@ def pick_dtype(device: str, requested: str = "auto") -> torch.dtype:
     return torch.float32 if device == "cpu" else torch.bfloat16
 
 
-def pick_threads(requested: int, n_params: int) -> int:
-    """Small models run fastest on one thread beside an editor (no OpenMP wake-ups across shared cores)."""
-    if requested:
+def pick_threads(requested: int | None, n_params: int) -> int:
+    """`requested`, or (None) what fits: small models run fastest on one thread beside an editor (no OpenMP
+    wake-ups across shared cores)."""
+    if requested is not None:
         return requested
     cores = os.cpu_count() or 1
     if n_params < 50_000_000 or cores <= 2:
@@ -111,7 +112,7 @@ class LoadedModel:
 def load(
     source: str = "",
     device: str = "auto",
-    threads: int = 0,
+    threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     quantization: str | None = None,
     dtype: str = "auto",
@@ -177,7 +178,7 @@ def load(
     )
 
 
-def _random_model(source: str, device: str, threads: int, dtype: str) -> LoadedModel:
+def _random_model(source: str, device: str, threads: int | None, dtype: str) -> LoadedModel:
     """`random:<scheme>[:<preset>]`: random weights of the 26B-A4B's shape (or a model/presets.py shape) in bf16,
     int8, int4 or fp8, made on the device, with the embedded tokenizer: the daemon end to end at the real model's
     speed with nothing to download (`diffill bench lsp --settings '{"model": "random:int4"}'` on a GPU)."""

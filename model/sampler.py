@@ -21,18 +21,17 @@ import torch
 
 from . import graph_denoise
 from .cache import KVCache, hold_prompt
-from .cancel import Cancelled
+from .cancel import check
 from .diffusion_gemma import DiffusionGemma
 from .draws import (
     CanvasResult,
     categorical_entropy,
+    constrain,
     entropy_keep,
     fused_stats,
     inverse_cdf_sample,
     kernel_seeds,
     kernels_run,
-    pin_logits,
-    restrict_first,
     stable_since,
     temperature,
 )
@@ -79,19 +78,6 @@ class SamplerConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
-def _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel):
-    """One decoder pass over canvas `x` (after a cancel check), pinned positions forced to their ids and the
-    first token restricted to `first_allowed`."""
-    if cancel is not None and cancel():
-        raise Cancelled()
-    logits = model.decode(x, cache, prev_logits, positions)
-    if pin_mask is not None:
-        logits = pin_logits(logits, pin_mask, pin_ids)
-    if first_allowed is not None:
-        logits = restrict_first(logits, first_allowed)
-    return logits
-
-
 def denoise_canvas(
     model: DiffusionGemma,
     cache: KVCache,
@@ -132,7 +118,8 @@ def denoise_canvas(
     argmax = x
     steps = 0
     for n in range(total, 0, -1):
-        logits = _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel)
+        check(cancel)
+        logits = constrain(model.decode(x, cache, prev_logits, positions), pin_mask, pin_ids, first_allowed)
         steps += 1
         last_logits = logits
         temp = temperature(cfg, n, total)
@@ -194,7 +181,8 @@ def refine_canvas(
     probs = None
     steps = 0
     for _ in range(max(1, cfg.max_denoising_steps)):
-        logits = _constrained_pass(model, x, cache, prev_logits, positions, pin_mask, pin_ids, first_allowed, cancel)
+        check(cancel)
+        logits = constrain(model.decode(x, cache, prev_logits, positions), pin_mask, pin_ids, first_allowed)
         steps += 1
         probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
         best_p, best = probs.max(dim=-1)
@@ -256,8 +244,7 @@ def generate(
     if first_allowed is not None:
         allowed = torch.zeros(model.config.vocab_size, dtype=torch.bool, device=device)
         allowed[torch.as_tensor(first_allowed, dtype=torch.long, device=device)] = True
-    if cancel is not None and cancel():  # stale before it started: skip even the prefill
-        raise Cancelled()
+    check(cancel)  # stale before it started: skip even the prefill
     # A reused cache may already hold a prefix of this prompt (typing appends to it): encode only the rest.
     hold_prompt(model, ids, cache, ids.shape[1])
     new: list[int] = []

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .api import DiffusionModel
-from .cancel import Cancelled
+from .cancel import check
 from .ngram import NgramMixer
 from .prompt_cache import PromptCache
 from .speculative import Allowed, Extensions, Speculator
@@ -129,8 +129,7 @@ class PromptSession:
 
     def _keep_going(self, passes: int = 1) -> bool:
         """Whether a draft may make `passes` more passes; raises Cancelled when the request was cancelled."""
-        if self.cancel is not None and self.cancel():
-            raise Cancelled()
+        check(self.cancel)
         return self.affords(passes)
 
     def draft(
@@ -216,8 +215,7 @@ class PromptSession:
 
     def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:
         """How much the model believes each slot of a candidate canvas (DiffusionModel.slot_logprobs)."""
-        if self.cancel is not None and self.cancel():
-            raise Cancelled()
+        check(self.cancel)
         return self.model.slot_logprobs(self.prompt, canvas, slots, self._cache, seed)
 
 

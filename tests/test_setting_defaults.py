@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from diffill.lsp.cli import build_parser
-from diffill.lsp.settings import Settings
+from diffill.lsp.settings import UNSET, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = Settings()
@@ -26,6 +26,8 @@ def as_readme(value) -> str:
         return "true" if value else "false"
     if value == "":
         return '`""`'
+    if value is None:
+        return "null"
     return str(value)
 
 
@@ -44,20 +46,20 @@ def test_the_readme_table_gives_the_servers_defaults():
 
 
 def test_the_vscode_extension_declares_the_servers_defaults():
+    """Every server setting is declared, with the server's default or null; null is "not set" for the settings that
+    have one (the server then decides) and otherwise means the extension leaves it out (so the server's applies)."""
     props = json.loads((ROOT / "editors/vscode/package.json").read_text())["contributes"]["configuration"]["properties"]
-    known = {camel(f.name): f.name for f in fields(Settings)}
-    checked = 0
-    for key, spec in props.items():
-        name = known.get(key.removeprefix("diffill."))
-        if name is None or spec.get("default") is None:  # not a server setting, or unset: the server decides
-            continue
-        value = getattr(DEFAULTS, name)
-        if name == "languages":  # VS Code lists the languages it has a document selector for
-            assert set(spec["default"]) <= set(value)
+    declared = {key.removeprefix("diffill."): spec for key, spec in props.items()}
+    for f in fields(Settings):
+        key, value = camel(f.name), getattr(DEFAULTS, f.name)
+        assert key in declared, f"package.json lacks diffill.{key}"
+        shown = declared[key].get("default")
+        if f.name == "languages":  # VS Code lists the languages it has a document selector for
+            assert set(shown) <= set(value)
+        elif f.name in UNSET:
+            assert shown is None and value is None, f"{key}: package.json {shown!r}, server {value!r}"
         else:
-            assert spec["default"] == value, f"{key}: package.json {spec['default']!r}, server {value!r}"
-        checked += 1
-    assert checked >= 5
+            assert shown in (None, value), f"{key}: package.json {shown!r}, server {value!r}"
 
 
 def test_the_editor_plugins_ship_no_settings_of_their_own():
@@ -73,3 +75,4 @@ def test_the_editor_plugins_ship_no_settings_of_their_own():
 def test_diffill_complete_uses_the_servers_defaults():
     args = build_parser().parse_args(["complete", "f.py", "1", "1"])
     assert args.steps is None  # None: the server's setting (Settings) decides
+    assert (args.model, args.device) == (DEFAULTS.model, DEFAULTS.device)

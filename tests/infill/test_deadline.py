@@ -7,7 +7,7 @@ from engine_doubles import options
 from diffill.infill.deadline import RESERVE_PASSES, Deadline, PassClock
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.trace import Trace
-from diffill.model.sampler import Cancelled
+from diffill.model.cancel import Cancelled
 
 
 def test_the_clock_follows_what_passes_cost():

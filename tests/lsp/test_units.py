@@ -17,9 +17,15 @@ def test_settings_defaults_and_camel_case():
     assert parse_settings({"diffill": {"languages": ["python", "go"]}}).languages == ("python", "go")
     assert parse_settings({"minConfidence": 0.3}).min_confidence == 0.3
     assert parse_settings({"minConfidence": 1}).min_confidence == 1.0
-    assert Settings().min_confidence == -1.0  # the model card's own
     assert parse_settings({"draftCandidates": 3}).draft_candidates == 3
-    assert Settings().draft_candidates == 0  # the model card's own
+    unset = ("canvasLength", "threads", "minConfidence", "draftCandidates")  # null: the model's own, or automatic
+    assert parse_settings({key: None for key in unset}) == Settings()
+    assert (Settings().canvas_length, Settings().threads, Settings().min_confidence) == (None, None, None)
+    for key, old_code in zip(unset, (0, 0, -1, 0), strict=True):  # the codes that once meant "not set" are errors
+        with pytest.raises(SettingsError, match=f"{key}: .*or null for"):
+            parse_settings({key: old_code})
+    with pytest.raises(SettingsError, match="steps"):
+        parse_settings({"steps": None})  # a setting with no "not set" has no null either
 
 
 def test_user_settings_override_the_models_card():

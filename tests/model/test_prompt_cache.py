@@ -39,7 +39,7 @@ def test_reuse_is_exact_and_encodes_only_new_tokens(model):
 
 
 def test_cancelled_generation_keeps_a_usable_cache(model):
-    from diffill.model.sampler import Cancelled
+    from diffill.model.cancel import Cancelled
 
     pc = PromptCache(model.net.new_cache)
     prompt = [2, 7, 8, 9, 10]

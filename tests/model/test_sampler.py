@@ -4,8 +4,9 @@ import pytest
 import torch
 from tiny import random_model, tiny_config
 
+from diffill.model.cancel import Cancelled
 from diffill.model.draws import categorical_entropy
-from diffill.model.sampler import Cancelled, trim_after_eos
+from diffill.model.sampler import trim_after_eos
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ def test_the_engine_answers_the_same_on_fixed_capacity_caches():
         for capacity in (None, 512, "graphs"):  # growing caches, fixed ones, the graphs' working cache
             net.cache_capacity = capacity if isinstance(capacity, int) else None
             net.graphs = PassGraphs(net, 1024, capture_graphs=False) if capacity == "graphs" else None
-            opts = engine_options(Settings(latency_budget_ms=0, draft_candidates=width), loaded)
+            opts = engine_options(Settings(draft_candidates=width), loaded, latency_budget_ms=None)
             engine = CompletionEngine(loaded.model, loaded.tokenizer, opts, loaded.memory)
             got = []
             for i, text in enumerate(texts):

@@ -19,6 +19,8 @@ export const VSCODE_LANGUAGE_IDS: Record<string, string[]> = {
 };
 
 export const DEVICES = ['auto', 'cpu', 'cuda'] as const;
+export const QUANTIZATIONS = ['auto', 'none', 'int8', 'int4', 'fp8'] as const;
+export const PRECISIONS = ['auto', 'float32', 'bfloat16'] as const;
 
 /** Anything with a `get(key)`: a vscode.WorkspaceConfiguration for section "diffill", or a plain stub. */
 export interface ConfigSource {
@@ -37,6 +39,8 @@ export interface ServerSettings {
   steps: number;
   enabled: boolean;
   languages: string[];
+  quantization?: string;
+  precision?: string;
   canvasLength?: number;
   latencyBudgetMs?: number;
   maxPromptTokens?: number;
@@ -76,6 +80,14 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
     enabled: cfg.get<boolean>('enabled') !== false,
     languages,
   };
+  const quantization = cfg.get<string>('quantization');
+  if (quantization && quantization !== 'auto' && (QUANTIZATIONS as readonly string[]).includes(quantization)) {
+    opts.quantization = quantization;
+  }
+  const precision = cfg.get<string>('precision');
+  if (precision && precision !== 'auto' && (PRECISIONS as readonly string[]).includes(precision)) {
+    opts.precision = precision;
+  }
   const canvas = intIn(cfg.get<number>('canvasLength'), 0, 256);
   if (canvas !== undefined && canvas > 0) opts.canvasLength = canvas;
   const budget = intIn(cfg.get<number | null>('latencyBudgetMs'), 10, 60000);

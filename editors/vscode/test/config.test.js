@@ -27,13 +27,15 @@ test('configured values are passed through in the server\'s camelCase keys', () 
   const opts = c.toInitializationOptions(stub({
     model: ' /models/dg ', device: 'cuda', steps: 16, enabled: false, canvasLength: 48,
     latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, languages: ['python', 'rust'], minConfidence: 0.3,
-    draftCandidates: 3,
+    draftCandidates: 3, quantization: 'int4', precision: 'bfloat16',
   }));
   assert.deepEqual(opts, {
     model: '/models/dg', device: 'cuda', steps: 16, enabled: false, languages: ['python', 'rust'],
+    quantization: 'int4', precision: 'bfloat16',
     canvasLength: 48, latencyBudgetMs: 500, maxPromptTokens: 1024, threads: 4, minConfidence: 0.3,
     draftCandidates: 3,
   });
+  assert.equal(c.toInitializationOptions(stub({ quantization: 'int3' })).quantization, undefined);
   assert.equal(c.toInitializationOptions(stub({ draftCandidates: 40 })).draftCandidates, 16);
   assert.equal(c.toInitializationOptions(stub({ draftCandidates: 0 })).draftCandidates, undefined);
   assert.equal(c.toInitializationOptions(stub({ minConfidence: 7 })).minConfidence, 1);
