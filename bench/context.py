@@ -6,7 +6,7 @@ import json
 import random
 from collections.abc import Callable
 
-from diffill.infill.around.workspace import WorkspaceIndex
+from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.languages import language_for

@@ -21,11 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from diffill.infill.cost import Cost
 from diffill.infill.document import SyntaxDocument, count_errors
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.languages import language_for
 from diffill.infill.options import EngineOptions
-from diffill.infill.trace import Trace
 from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
 
@@ -201,15 +201,15 @@ def shown_wrong(answer: str, truth: str) -> bool:
     return bool(a) and not truth.rstrip().startswith(a)
 
 
-def trace_summary(traces: list[Trace]) -> dict[str, float]:
-    """`cost_per_answer` of these completions' traces."""
-    total = Trace()
-    for t in traces:
+def mean_cost(costs: list[Cost]) -> dict[str, float]:
+    """`cost_per_answer` of these completions' costs."""
+    total = Cost()
+    for t in costs:
         total.add(t)
-    return cost_per_answer(total, len(traces))
+    return cost_per_answer(total, len(costs))
 
 
-def cost_per_answer(total: Trace, answers: int) -> dict[str, float]:
+def cost_per_answer(total: Cost, answers: int) -> dict[str, float]:
     """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds by stage."""
     n = max(1, answers)
     cost = {"passes": round(total.passes / n, 2), "drafts": round(total.drafts / n, 2)}
@@ -221,7 +221,7 @@ def cost_per_answer(total: Trace, answers: int) -> dict[str, float]:
 
 
 def format_cost(cost: dict[str, float]) -> str:
-    """One line of `trace_summary`'s figures."""
+    """One line of `mean_cost`'s figures."""
     stages = ", ".join(f"{k.removesuffix('_ms')} {v} ms" for k, v in cost.items() if k.endswith("_ms"))
     drafts = f"{cost['drafts']} decoder drafts ({cost['accepted_per_draft']} tokens accepted each)"
     drafts += f", {cost['lookups']} drafts from the code around ({cost['accepted_per_lookup']} accepted each)"
@@ -354,7 +354,7 @@ def run(
     results: dict[str, list] = {"model": [], "empty": [], "prev_line": []}
     by_kind: dict[str, list] = {"line": [], "lines": [], "block": []}
     latencies = []
-    traces: dict[str, list[Trace]] = {"line": [], "lines": [], "block": []}
+    costs: dict[str, list[Cost]] = {"line": [], "lines": [], "block": []}
     dumped = []
     for case in cases:
         lang = language_for(None, case.path)
@@ -365,10 +365,10 @@ def run(
         t0 = time.perf_counter()
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
-        trace = Trace()
-        comp = engine.answer(doc, case.offset, path=case.path if siblings else None, trace=trace, start=t0)
+        spent = Cost()
+        comp = engine.answer(doc, case.offset, path=case.path if siblings else None, cost=spent, start=t0)
         latencies.append((time.perf_counter() - t0) * 1e3)
-        traces[case.kind].append(trace)
+        costs[case.kind].append(spent)
         if comp is None:
             answer, new_text = "", case.text
         else:
@@ -427,7 +427,7 @@ def run(
     out(f"latency p50 {summary['latency_ms_p50']} ms, p95 {summary['latency_ms_p95']} ms")
     kinds = (("block", "block_body"),) if blocks else (("line", "rest_of_line"), ("lines", "multi_line"))
     for kind, name in kinds:
-        cost = trace_summary(traces[kind])
+        cost = mean_cost(costs[kind])
         summary[f"{name}_cost"] = cost
         out(f"{name}: {format_cost(cost)}")
     final = dict(summary["model"])

@@ -19,8 +19,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, shown_wrong, source_texts
+from diffill.infill.cost import Cost
 from diffill.infill.text import line_bounds
-from diffill.infill.trace import Trace
 
 
 def position(text: str, offset: int) -> types.Position:
@@ -164,7 +164,7 @@ def answer_cost(status) -> dict[str, float]:
     cost = getattr(status, "cost", None)
     ms = getattr(cost, "ms", None)
     stages = ms._asdict() if hasattr(ms, "_asdict") else dict(ms or {})  # pygls hands JSON objects as namedtuples
-    total = Trace(
+    total = Cost(
         passes=getattr(cost, "passes", 0) or 0,
         drafts=getattr(cost, "drafts", 0) or 0,
         accepted=getattr(cost, "accepted", 0) or 0,

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import tree_sitter
 
-from diffill.infill.chunked import parse_chunks
 from diffill.infill.languages import parser_for
+from diffill.infill.parse_feed import parse_chunks
 from diffill.infill.text import EOL_RE, unit_len, utf8
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")

@@ -1,10 +1,10 @@
-"""The completion engine: document + cursor -> request -> plan (sources, ranking, cut) -> filtered edit.
+"""The completion engine: document + cursor -> request -> plan (sources, priors, cut) -> filtered edit.
 
 `CompletionEngine.answer` is the one entry of the daemon, `diffill complete` and `diffill eval`: a rename in
 progress comes first (carried into the lines below, if the model agrees), then a parameter list being edited (the
 calls below follow), then a completion at the cursor. A completion reads top to bottom as its stages: the request
 (span, prompt, token healing: infill.request), the code around that copies and the n-gram evidence come from
-(infill.around), a session on the prompt (model.session: the only way to the network), the plan its request
+(infill.context), a session on the prompt (model.session: the only way to the network), the plan its request
 chose (infill.plans), and the post-processing filters (infill.postprocess).
 """
 
@@ -15,19 +15,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from diffill.model.api import DiffusionModel
-from diffill.model.memory import CorpusMemory
+from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
 from diffill.model.session import Prompter, Speculation
 from diffill.model.tokenizer import EOS, CodeTokenizer
 
 from . import call_sites, edits, plans, tuning
-from .around.folder import FolderFiles
-from .around.neighbours import Neighbours, neighbours_of
-from .around.ngram_evidence import NgramEvidence
-from .around.prompt_context import PromptContext
-from .around.recent_edits import RecentEdits
-from .around.workspace import WorkspaceIndex
 from .completion import Completion
+from .context.folder import FolderFiles
+from .context.neighbours import Neighbours, neighbours_of
+from .context.ngram_evidence import NgramEvidence
+from .context.prompt_context import PromptContext
+from .context.recent_edits import RecentEdits
+from .context.workspace import WorkspaceIndex
+from .cost import Cost
 from .deadline import Deadline, PassClock
 from .document import SyntaxDocument, count_errors
 from .edits import RenameTracker
@@ -36,9 +37,8 @@ from .options import EngineOptions
 from .postprocess import postprocess
 from .request import Request, build_request, prompt_ids
 from .signatures import SignatureChange, SignatureTracker
-from .sources import copies, draft
+from .sources import draft, line_search
 from .sources.names import KnownNames, known_names
-from .trace import Trace
 from .vocabulary import Vocabulary
 
 
@@ -51,7 +51,7 @@ class CompletionEngine:
         memory: CorpusMemory | None = None,
     ):
         self.model = model
-        self.memory = memory  # the model's corpus memory (model.memory), when it has one
+        self.memory = memory  # the model's corpus memory (model.corpus_memory), when it has one
         self.tokenizer = tokenizer
         self.vocabulary = Vocabulary(tokenizer)
         self.options = options or EngineOptions()  # replaced whole when settings change; read once a completion
@@ -88,7 +88,7 @@ class CompletionEngine:
         cancel: Callable[[], bool] | None = None,
         key: str | None = None,
         path: str | None = None,
-        trace: Trace | None = None,
+        cost: Cost | None = None,
         start: float | None = None,
     ) -> Completion | None:
         """The answer at `offset`, or None: a rename carried on, calls following a signature, else a completion.
@@ -100,7 +100,7 @@ class CompletionEngine:
         changed = signatures.change_at(doc, offset) if signatures is not None else None
         if changed is not None and (followed := self.follow_signature(doc, offset, changed)) is not None:
             return followed
-        return self.complete(doc, offset, cancel=cancel, key=key, path=path, trace=trace, start=start)
+        return self.complete(doc, offset, cancel=cancel, key=key, path=path, cost=cost, start=start)
 
     def complete(
         self,
@@ -109,44 +109,44 @@ class CompletionEngine:
         cancel: Callable[[], bool] | None = None,
         key: str | None = None,
         path: str | None = None,
-        trace: Trace | None = None,
+        cost: Cost | None = None,
         start: float | None = None,
     ) -> Completion | None:
         """A completion at `offset`, or None. Raises diffill.model.cancel.Cancelled when `cancel()` says so.
         `key` (the document URI) selects the encoder cache reused across keystrokes; `path` is where the
-        document is saved (copies and evidence come from the files beside it); `trace` gets what it cost.
+        document is saved (copies and evidence come from the files beside it); `cost` gets what it cost.
         `start` (time.perf_counter) is when the request arrived: the latency budget counts from there."""
         o = self.options
-        trace = trace if trace is not None else Trace()
+        cost = cost if cost is not None else Cost()
         budget = o.budget.latency_budget_ms
         deadline = Deadline(budget, self.pass_clock, start) if budget is not None else None
         passes = self.prompter.passes
         offset = max(0, min(offset, len(doc.text)))
-        with trace.stage("context"):
+        with cost.stage("context"):
             context = self.prompt_context.blocks(
                 doc, offset, key, path, self.workspace, self.recent, o.prompt.context_tokens
             )
-        with trace.stage("prompt"):
+        with cost.stage("prompt"):
             request = build_request(doc, offset, context, self.vocabulary, o.prompt)
-        with trace.stage("evidence"):
+        with cost.stage("evidence"):
             others, mix = self.around(request, path, o)
         plan = plans.plan_for(request, o)
         given = {"healing": request.healing, "mix": mix, "budget": deadline, "cancel": cancel}
         try:
             opened_at = time.perf_counter()
             with self.prompter.session(key or "", request.prompt, **given, **self._session_options(o)) as model:
-                trace.record("prefill", opened_at)
+                cost.record("prefill", opened_at)
                 answer_from, answer_passes = time.perf_counter(), self.prompter.passes
-                with trace.stage("names"):
+                with cost.stage("names"):
                     names = self._known_names(request, path, o) if plan == plans.REST_OF_LINE else None
                 canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
-                inputs = plans.Inputs(model, request, o, canvas, o.drafts.beam_width(budget), others, names, trace)
+                inputs = plans.Inputs(model, request, o, canvas, o.drafts.beam_width(budget), others, names, cost)
                 answer = plans.PLANS[plan](inputs)
                 self.pass_clock.observe((time.perf_counter() - answer_from) * 1e3, self.prompter.passes - answer_passes)
-                trace.count_drafts(model.counts)
+                cost.count_drafts(model.counts)
         finally:
-            trace.passes += self.prompter.passes - passes
-        with trace.stage("filters"):
+            cost.passes += self.prompter.passes - passes
+        with cost.stage("filters"):
             return self._filtered(doc, request, answer.ids, answer.cut, answer.source)
 
     def _session_options(self, o: EngineOptions) -> dict:
@@ -170,7 +170,7 @@ class CompletionEngine:
         if not o.drafts.ar:
             return [], None
         kind = request.span.kind
-        with_copies = o.copies.copy_prior is not None and copies.could_match(request.text, request.offset, kind)
+        with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
         around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
         others = around.texts() if with_copies and around is not None else []
         mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory)
@@ -205,11 +205,11 @@ class CompletionEngine:
         return Completion(offset, out.replace_end, out.text, request.span.kind, source)
 
     def _neighbours(self, path: str | None) -> Neighbours:
-        """The open documents and the folder's files around `path` (infill.around.neighbours)."""
+        """The open documents and the folder's files around `path` (infill.context.neighbours)."""
         return neighbours_of(path, self.open_documents, self.folder, self.read_roots)
 
     def warm_sources(self, path: str | None) -> None:
-        """Tokenize and index the texts a completion in `path` learns from (infill.around.ngram_evidence) ahead."""
+        """Tokenize and index the texts a completion in `path` learns from (infill.context.ngram_evidence) ahead."""
         if tuning.NGRAM_WEIGHT is not None:
             around = self._neighbours(path)
             self.evidence.warm(around.opened, around.folder)

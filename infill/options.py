@@ -23,7 +23,7 @@ class PromptOptions:
     """What the prompt holds (infill.request)."""
 
     max_prompt_tokens: int = 256  # the daemon's `maxPromptTokens`: the latency budget decides it (docs/benchmarks.md)
-    # Cross-file context budget (infill.around.prompt_context); 0 for models not trained with context: it shifts
+    # Cross-file context budget (infill.context.prompt_context); 0 for models not trained with context: it shifts
     # the prompt of the others.
     context_tokens: int = 0
     token_healing: bool = True  # mid-line, take the partial last token back and make the answer start with it
@@ -87,7 +87,7 @@ class NameOptions:
 
 @dataclass(frozen=True)
 class RankOptions:
-    """Where an answer ends (infill.ranking): a shorter answer that is right beats a longer one that goes wrong."""
+    """Where an answer ends (infill.doubt): a shorter answer that is right beats a longer one that goes wrong."""
 
     # Cut the answer before the first token the model gives a lower probability (0 cuts nothing, and turns off
     # the floors of whole answers: tuning.ANSWER_CONFIDENCE and the copies'). The model's own rest of line is

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from diffill.model.session import PromptSession
 
-from . import ranking, tuning
+from . import doubt, tuning
+from .cost import Cost
 from .options import EngineOptions
 from .request import Request
 from .sources import copies, draft
 from .sources.names import KnownNames, whole_name
-from .trace import Trace
 
 REST_OF_LINE, LINES, CANVAS = "rest of line", "lines", "canvas"
 
@@ -45,7 +45,7 @@ class Inputs:
     beam: int  # the rest-of-line beam's width under the latency budget
     others: list[str]  # the texts copies come from (the open documents, the files beside)
     names: KnownNames | None  # the names the project knows that extend the word being typed (rest of line)
-    cost: Trace
+    cost: Cost
 
 
 @dataclass(frozen=True)
@@ -113,13 +113,13 @@ def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
 
 
 def _cut(a: Inputs, ids: list[int], source: str, places: int, encoder_judges: bool) -> Answer:
-    """The answer with its start the model believes (infill.ranking): token by token where the encoder judges
+    """The answer with its start the model believes (infill.doubt): token by token where the encoder judges
     it, and all its tokens together; a cut inside a known name goes on to the name's end."""
     o, request = a.options, a.request
     with a.cost.stage("cut"):
-        floor = ranking.doubt_floor(source, encoder_judges, o.rank)
-        joint = ranking.answer_floor(source, o.rank, request.prose, places)
-        cut = ranking.cut_at_doubt(a.model, ids, request.healed, floor, joint)
+        floor = doubt.doubt_floor(source, encoder_judges, o.rank)
+        joint = doubt.answer_floor(source, o.rank, request.prose, places)
+        cut = doubt.cut_at_doubt(a.model, ids, request.healed, floor, joint)
         return Answer(ids, whole_name(a.model, ids, cut, a.names), source)
 
 

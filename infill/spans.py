@@ -136,7 +136,7 @@ def _next_nonblank_line(text: str, line_end: int) -> str | None:
 def in_prose(doc: SyntaxDocument, offset: int) -> bool:
     """Whether the cursor writes prose: in a comment or a string, or at the end of a comment being typed (a line
     comment ends where its text does, so the cursor after it is outside it); answers there are judged harder
-    (infill.ranking)."""
+    (infill.doubt)."""
     if _in_comment_or_string(doc, offset):
         return True
     node = doc.node_at(offset - 1) if offset > 0 and doc.text[offset - 1] not in "\r\n" else None

@@ -24,7 +24,7 @@ BEAM_FROM_BUDGET_MS = 300.0
 SPECULATIVE_CANVAS = 16  # tokens the decoder drafts per speculative round, in this many passes ("Diffusion
 SPECULATIVE_STEPS = 1  # carries the answer (#21)")
 
-# --- copies of lines (infill.sources.copies, infill.ranking) -----------------------------------------------------
+# --- copies of lines (infill.sources.copies, infill.priors, infill.doubt) ---------------------------------------
 # Rest of line: other copies within this many nats of the best make the answer the start they share
 # (`assertEqual(`), "The embedded model".
 COPY_HEDGE = 1.0
@@ -37,7 +37,7 @@ COPY_PROSE_CONFIDENCE = 0.6
 LONE_COPY_CONFIDENCE = 0.55
 NEXT_LINE_CONFIDENCE = 0.1  # the same for a copied next line ("Fewer confident mistakes (#22)")
 
-# --- where an answer ends (infill.ranking) ----------------------------------------------------------------------
+# --- where an answer ends (infill.doubt) ----------------------------------------------------------------------
 # The model's own answer is shown only as far as the encoder gives its tokens together this probability ("Fewer
 # confident mistakes: false renames, guessed imports, copied prose"; 0.5 and 0.45 tried in "What a typist gains").
 ANSWER_CONFIDENCE = 0.6
@@ -47,7 +47,7 @@ ANSWER_CONFIDENCE = 0.6
 # token, nats): "Workspace context and inline edits".
 RENAME_PRIOR = 4.0
 
-# --- the n-gram evidence mixed into every model call (infill.around.ngram_evidence, model.ngram) ------------------
+# --- the n-gram evidence mixed into every model call (infill.context.ngram_evidence, model.ngram) ------------------
 # The code around, where two tokens of context match, plus the per-order weight per further token; None: off
 # ("The embedded model").
 NGRAM_WEIGHT: float | None = 0.2

@@ -15,9 +15,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
-    from . import collector
+    from . import gc_pause
 
-    collector.pause()  # until the model has loaded (ModelLoader.load)
+    gc_pause.pause()  # until the model has loaded (ModelLoader.load)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
         stream=sys.stderr,

@@ -1,7 +1,7 @@
 """The server's copy of each open document: text sync that never loses a document, with the edit observers.
 
 Documents are tree-sitter `SyntaxDocument`s updated incrementally. Each edit is also shown to the rename and
-signature trackers (inline edits follow what the user is changing); those side features run guarded, so their
+signature trackers (inline edits follow what the user is changing); those side features run best_effort, so their
 failure never costs the edit. A document over MAX_DOCUMENT_BYTES is not kept: parsing it would stall the daemon.
 """
 
@@ -61,12 +61,12 @@ def apply_changes(
                 r = change.range
                 before = state.doc.text
                 at = state.doc.offset_at(r.start.line, r.start.character, encoding)
-                signature = guarded(state.signatures.before_change, state.doc, at)
+                signature = best_effort(state.signatures.before_change, state.doc, at)
                 state.doc.apply_change(
                     r.start.line, r.start.character, r.end.line, r.end.character, change.text, encoding
                 )
-                guarded(state.renames.observe, before, state.doc.text, at)
-                guarded(state.signatures.observe, signature, state.doc, at)
+                best_effort(state.renames.observe, before, state.doc.text, at)
+                best_effort(state.signatures.observe, signature, state.doc, at)
             else:
                 state.doc.replace_all(change.text)
                 state.renames.session = None
@@ -93,7 +93,7 @@ def release_freed_memory() -> None:
         pass
 
 
-def guarded(fn: Any, *args: Any) -> Any:
+def best_effort(fn: Any, *args: Any) -> Any:
     """Runs a side feature of an edit (rename tracking, recent edits): its failure must never cost the edit itself,
     nor the later changes of the same notification (which the text-sync `try` would skip). None if it fails."""
     try:

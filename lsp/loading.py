@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 
-from . import collector
+from . import gc_pause
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class ModelLoader:
                 else:
                     self.state = "failed"
             finally:
-                collector.resume()  # start-up's objects are made: frozen, out of later passes
+                gc_pause.resume()  # start-up's objects are made: frozen, out of later passes
                 self.settled.set()
                 if progress is not None and progress.wait(timeout=PROGRESS_TIMEOUT_S):  # (an end needs its begin)
                     self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=self.state))

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from diffill.infill.around.recent_edits import RecentEdits
-from diffill.infill.around.workspace import WorkspaceIndex
 from diffill.infill.completion import Completion
+from diffill.infill.context.recent_edits import RecentEdits
+from diffill.infill.context.workspace import WorkspaceIndex
+from diffill.infill.cost import Cost
 from diffill.infill.declined import after_declined
-from diffill.infill.trace import Trace
 from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
-from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, guarded, open_state, release_freed_memory
+from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state, release_freed_memory
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, engine_options, parse_settings
@@ -67,7 +67,7 @@ class Session:
             "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
         }
         self.last_latency_ms = 0.0  # the last answered request's, keystroke to answer (diffill/status)
-        self.cost = Trace()  # what the model's answers cost, summed (diffill/status: bench lsp reads it)
+        self.cost = Cost()  # what the model's answers cost, summed (diffill/status: bench lsp reads it)
         self.traced = 0  # answers summed in `cost`
         self.workspace_index: WorkspaceIndex | None = None
         self.recent = RecentEdits()
@@ -168,7 +168,7 @@ class Session:
             log.warning("didChange for unknown document %s", uri)
             return
         fits = apply_changes(uri, state, changes, encoding)
-        guarded(self._record_edits, uri, changes, state)
+        best_effort(self._record_edits, uri, changes, state)
         if not fits:
             self.close_document(uri)
 
@@ -241,7 +241,7 @@ class Session:
         started = time.perf_counter()  # the latency budget counts from here
         try:
             self.stats["model_calls"] += 1
-            trace = Trace()
+            spent = Cost()
 
             def work() -> Completion | None:
                 if token():  # superseded while it queued for the model thread: the other documents' turn
@@ -254,12 +254,12 @@ class Session:
                     cancel=token,
                     key=uri,
                     path=to_fs_path(uri),
-                    trace=trace,
+                    cost=spent,
                     start=started,
                 )
 
             result = await loop.run_in_executor(self.scheduler.executor, work)
-            self.cost.add(trace)
+            self.cost.add(spent)
             self.traced += 1
         except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
             token.cancel()

@@ -36,7 +36,7 @@ class DiffusionGemma(nn.Module):
         self.self_conditioning = SelfConditioning(config)
         self.register_buffer("encoder_layer_scalars", torch.ones(config.num_hidden_layers))
         self.reset_rope()
-        self.passes = 0  # encoder and decoder passes run so far (a completion's trace counts its own)
+        self.passes = 0  # encoder and decoder passes run so far (a completion's cost counts its own)
         # positions of each new cache when it is to be a fixed-capacity one (model/static_cache.py: what CUDA
         # graphs need); None: caches that grow
         self.cache_capacity: int | None = None
@@ -76,7 +76,7 @@ class DiffusionGemma(nn.Module):
         }
 
     def _run(self, x, positions, cache: KVCache, causal: bool) -> torch.Tensor:
-        self.passes += 1  # sequential passes, for the engine's traces
+        self.passes += 1  # sequential passes, for the engines' cost counts
         rope = self._rope(positions, x.dtype)
         cache.begin(positions, causal)
         for i, layer in enumerate(self.layers):

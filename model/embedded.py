@@ -1,6 +1,6 @@
 """Where the embedded model lives, and the part of loading a model that needs no torch.
 
-Building the corpus memory's index (model.memory) is numpy work that leaves the interpreter free, so it starts
+Building the corpus memory's index (model.corpus_memory) is numpy work that leaves the interpreter free, so it starts
 on a thread before torch is imported and runs on the other core while torch loads (`prefetch_memory`); the
 loader then finds it built.
 """
@@ -11,8 +11,8 @@ import logging
 import threading
 from pathlib import Path
 
-from .memory import FILE_NAME as MEMORY_FILE
-from .memory import load_memory
+from .corpus_memory import FILE_NAME as MEMORY_FILE
+from .corpus_memory import load_memory
 from .tokenizer import CodeTokenizer
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import torch
 
-from .memory import KEY_ORDER, CorpusMemory, extend_match
+from .corpus_memory import KEY_ORDER, CorpusMemory, extend_match
 
 MIN_ORDER = 2  # context tokens that must match (one token alone, `(` or `.`, says little)
 MAX_ORDER = 12  # longest context compared: past this the evidence is as strong as it gets
@@ -70,7 +70,7 @@ class TokenIndex:
 class NgramMixer:
     """Mixes the cache's next-token distribution into the model's: `mix(tokens, logp)` for the tokens an answer
     has so far (after the prompt, whose last tokens `tail` holds) and the model's log-probabilities of the next.
-    With a corpus `memory` (model.memory), its distribution is mixed in first, with its own weights: the code
+    With a corpus `memory` (model.corpus_memory), its distribution is mixed in first, with its own weights: the code
     around, when it matches, has the last word."""
 
     def __init__(

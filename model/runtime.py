@@ -13,11 +13,11 @@ import torch
 
 from .api import DiffusionModel
 from .config import DiffusionGemmaConfig
+from .corpus_memory import FILE_NAME as MEMORY_FILE
+from .corpus_memory import CorpusMemory, load_memory
 from .embedded import EMBEDDED_DIR, embedded_available
 from .graphs import PassGraphs, graphable
 from .loader import CheckpointError, resolve_checkpoint
-from .memory import FILE_NAME as MEMORY_FILE
-from .memory import CorpusMemory, load_memory
 from .prompt_cache import WORKING_ROOM
 from .quant_io import quantization_entry
 from .sampler import SamplerConfig
@@ -104,7 +104,7 @@ class LoadedModel:
     draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
     min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
     draft_candidates: int = 1  # the model's card: beam width of rest-of-line drafts
-    memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.memory)
+    memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.corpus_memory)
     span_min_confidence: float | None = None  # the model's card: min_confidence of denoised answers, if other
     speculative: bool = False  # the model's card: its decoder drafts what its encoder accepts (model.speculative)
 

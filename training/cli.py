@@ -38,7 +38,7 @@ def _train_pack(args: argparse.Namespace) -> int:
 def _train_memory(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from diffill.model.memory import FILE_NAME
+    from diffill.model.corpus_memory import FILE_NAME
     from diffill.model.tokenizer import CodeTokenizer
     from diffill.training.memory import build_memory
 

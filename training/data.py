@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from diffill.infill.around.chunks import extract_chunks
-from diffill.infill.around.prompt_context import format_block
-from diffill.infill.around.workspace import identifiers
+from diffill.infill.context.definitions import extract_chunks
+from diffill.infill.context.prompt_context import format_block
+from diffill.infill.context.workspace import identifiers
 from diffill.infill.languages import language_for
 from diffill.model.fim import build_canvas, build_prompt, sample_span
 from diffill.model.tokenizer import BOS, PAD, CodeTokenizer

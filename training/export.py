@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 
 from diffill.model.api import DiffusionModel
+from diffill.model.corpus_memory import FILE_NAME as MEMORY_FILE
 from diffill.model.loader import save_model
-from diffill.model.memory import FILE_NAME as MEMORY_FILE
 
 from .config import INIT_TRAINING
 from .memory import DATA_SECTION as MEMORY_SECTION

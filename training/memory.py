@@ -1,4 +1,4 @@
-"""Building a model's corpus memory (diffill.model.memory reads it): a sample of the training corpus, tokenized
+"""Building a model's corpus memory (diffill.model.corpus_memory reads it): a sample of the training corpus, tokenized
 into one safetensors file, and its section of the model's data card."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-from diffill.model.memory import SEPARATOR
+from diffill.model.corpus_memory import SEPARATOR
 
 from .corpus import iter_docs, package_of
 

@@ -25,10 +25,10 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from diffill.infill.chunked import parse_chunks
 from diffill.infill.document import BUDGETED_PARSE_BYTES, count_errors, count_tree_errors
 from diffill.infill.filters.base import Candidate
 from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
+from diffill.infill.parse_feed import parse_chunks
 from diffill.infill.text import EOL_RE, utf8
 
 MAX_TRIES = 32

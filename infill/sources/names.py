@@ -11,10 +11,10 @@ from pathlib import PurePath
 
 from diffill.model.session import PromptSession
 
-from .. import ranking
-from ..around.chunks import Chunk
-from ..around.prompt_context import IDENT_TAIL, query_terms
-from ..around.workspace import IDENT, WorkspaceIndex
+from .. import priors
+from ..context.definitions import Chunk
+from ..context.prompt_context import IDENT_TAIL, query_terms
+from ..context.workspace import IDENT, WorkspaceIndex
 
 WORD_HEAD = re.compile(r"[A-Za-z0-9_]*")
 ATTRIBUTE_DOT = re.compile(r"[\w)\]]\.$")  # a dot after an expression (not `from .x`, `..`, `...`)
@@ -103,8 +103,8 @@ def preferred_name(model: PromptSession, draft: list[int], known: KnownNames) ->
     options = [own] + known.names
     encoded = [model.encode(known.healed + name[len(known.typed) :]) for name in options]
     scores = model.scores(encoded)
-    top = 1 + ranking.best(scores[1:])
-    if ranking.trails(scores[top], known.prior, scores[0]):
+    top = 1 + priors.best(scores[1:])
+    if priors.trails(scores[top], known.prior, scores[0]):
         return None
     return encoded[top]
 
@@ -120,7 +120,7 @@ def _answer_word(text: str, known: KnownNames) -> str | None:
 def whole_name(
     model: PromptSession, ids: list[int], cut: list[int] | None, known: KnownNames | None
 ) -> list[int] | None:
-    """`cut` (the answer cut at the model's doubt: infill.ranking), or a longer start of `ids` when the cut falls
+    """`cut` (the answer cut at the model's doubt: infill.doubt), or a longer start of `ids` when the cut falls
     inside the word being typed and the answer's word is a name the project knows: the cut then ends where the
     known names that go on as the answer does stop agreeing (the whole name when only it does). The model doubts a
     name it never saw spelled (`convert_psi_|to_kilopascal`); the definition is the evidence (bench names)."""

@@ -4,9 +4,9 @@ deadline is the answer."""
 import pytest
 from engine_doubles import options
 
+from diffill.infill.cost import Cost
 from diffill.infill.deadline import RESERVE_PASSES, Deadline, PassClock
 from diffill.infill.document import SyntaxDocument
-from diffill.infill.trace import Trace
 from diffill.model.cancel import Cancelled
 
 
@@ -43,12 +43,12 @@ def test_out_of_time_the_answer_is_what_was_verified(engine):
     doc = SyntaxDocument("def f(x):\n    return g(x)\n\nname = call(arg", "python")
     try:
         engine.options = options(steps=4, draft="ar", draft_candidates=3)
-        free = Trace()
-        engine.complete(doc, len(doc.text), trace=free)
+        free = Cost()
+        engine.complete(doc, len(doc.text), cost=free)
         engine.options = options(steps=4, draft="ar", draft_candidates=3, latency_budget_ms=50.0)
         engine.pass_clock.ms_per_pass = 20.0  # 50 ms afford no pass past the reserve
-        tight = Trace()
-        engine.complete(doc, len(doc.text), trace=tight)
+        tight = Cost()
+        engine.complete(doc, len(doc.text), cost=tight)
         assert tight.passes < free.passes
     finally:
         engine.options, engine.pass_clock.ms_per_pass = kept, clock

@@ -1,5 +1,5 @@
 """The engine end to end on a small random model: offsets, cache reuse, answers cut at doubt, token healing; the
-stages one by one are tested beside their modules (test_request, sources/, around/, test_ranking)."""
+stages one by one are tested beside their modules (test_request, sources/, context/, test_priors, test_doubt)."""
 
 from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config

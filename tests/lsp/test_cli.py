@@ -52,7 +52,7 @@ def test_doctor_reports_grammars_and_model(tmp_path):
         assert f"  {lang}: ok" in res.stdout
     assert "loads ok" in res.stdout and "canvas 8" in res.stdout
     assert "corpus memory: none" in res.stdout
-    from diffill.model.memory import FILE_NAME
+    from diffill.model.corpus_memory import FILE_NAME
     from diffill.training.memory import save_memory
 
     save_memory(folder / FILE_NAME, [list(range(10, 30))] * 100)

@@ -3,7 +3,7 @@
 from lsprotocol import types
 
 from diffill.lsp import documents
-from diffill.lsp.documents import apply_changes, guarded, open_state
+from diffill.lsp.documents import apply_changes, best_effort, open_state
 
 
 def _item(text: str, uri: str = "file:///tmp/docs/a.py", language_id: str = "python") -> types.TextDocumentItem:
@@ -65,5 +65,5 @@ def test_a_failed_incremental_update_reparses_the_text_it_has(caplog):
 
 
 def test_guarded_returns_the_result_or_none():
-    assert guarded(lambda a, b: a + b, 1, 2) == 3
-    assert guarded(lambda: 1 / 0) is None
+    assert best_effort(lambda a, b: a + b, 1, 2) == 3
+    assert best_effort(lambda: 1 / 0) is None

@@ -97,10 +97,10 @@ def test_the_embedded_model_failing_leaves_the_server_up_without_a_model(monkeyp
 def test_the_collector_paused_at_launch_runs_again_once_the_load_settles(monkeypatch):
     import gc
 
-    from diffill.lsp import collector
+    from diffill.lsp import gc_pause
 
     _fake_load(monkeypatch, failing={"/models/big"})
-    collector.pause()
+    gc_pause.pause()
     try:
         assert not gc.isenabled()
         _load(parse_settings({"model": "/models/big"}))  # failed, then the fallback: settled all the same
@@ -113,12 +113,12 @@ def test_the_collector_paused_at_launch_runs_again_once_the_load_settles(monkeyp
 def test_a_collector_turned_off_elsewhere_stays_off(monkeypatch):
     import gc
 
-    from diffill.lsp import collector
+    from diffill.lsp import gc_pause
 
     _fake_load(monkeypatch, failing=set())
     gc.disable()
     try:
-        collector.pause()  # already off: not paused by diffill, so not resumed by it
+        gc_pause.pause()  # already off: not paused by diffill, so not resumed by it
         _load(Settings())
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:

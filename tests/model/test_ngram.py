@@ -104,7 +104,7 @@ def test_a_draft_follows_what_the_code_around_continues_with_until_it_stops_matc
 
 
 def test_where_the_code_around_has_nothing_the_corpus_memory_drafts():
-    from diffill.model.memory import SEPARATOR, CorpusMemory
+    from diffill.model.corpus_memory import SEPARATOR, CorpusMemory
 
     memory = CorpusMemory(np.array([1, 2, 3, 4, 5, 6, 7, SEPARATOR] * 3, dtype=np.uint16), V)
     mixer = NgramMixer([TokenIndex([[30, 31, 32]], V)], tail=[1, 2, 3], memory=memory)
@@ -112,7 +112,7 @@ def test_where_the_code_around_has_nothing_the_corpus_memory_drafts():
 
 
 def test_the_mix_at_some_ids_is_the_whole_mix_there():
-    from diffill.model.memory import SEPARATOR, CorpusMemory
+    from diffill.model.corpus_memory import SEPARATOR, CorpusMemory
 
     memory = CorpusMemory(np.array([1, 2, 3, 4, 5, 6, 7, SEPARATOR] * 3, dtype=np.uint16), V)
     index = TokenIndex([[1, 2, 3, 4, 9, 2, 3, 4, 5]], V)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-workspace = pytest.importorskip("diffill.infill.around.workspace")
-watcher = pytest.importorskip("diffill.infill.around.watcher")
+workspace = pytest.importorskip("diffill.infill.context.workspace")
+watcher = pytest.importorskip("diffill.infill.context.watcher")
 events = pytest.importorskip("watchdog.events")
 
 

@@ -93,7 +93,7 @@ def test_losses_fall_resume_and_export(tmp_path):
     from diffill.model import runtime
 
     assert runtime.load(str(tmp_path / "weights"), "cpu").memory is None  # no memory beside these weights
-    from diffill.model.memory import FILE_NAME
+    from diffill.model.corpus_memory import FILE_NAME
     from diffill.training.memory import save_memory
 
     save_memory(tmp_path / "weights" / FILE_NAME, [[5, 6, 7, 8, 9]] * 2)

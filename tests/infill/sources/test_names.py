@@ -112,7 +112,7 @@ def test_workspace_names_come_from_the_module_the_code_names(tmp_path):
     """`units.convert_psi_` and `from units import *` say which module the name is from: another module's
     `convert_psi_to_bar` is no candidate there (it would make the whole name ambiguous), but stays one for a bare
     name in a file that imports neither."""
-    from diffill.infill.around.workspace import WorkspaceIndex
+    from diffill.infill.context.workspace import WorkspaceIndex
 
     (tmp_path / "units.py").write_text("def convert_psi_to_kilopascal(psi):\n    return psi * 6.9\n")
     (tmp_path / "gauges.py").write_text("def convert_psi_to_bar(psi):\n    return psi / 14.5\n")

@@ -1,5 +1,5 @@
 """The ranges the user edited or opened lately: what they are working on is context for the prompt
-(infill.around.prompt_context), kept as a few lines each, newest last."""
+(infill.context.prompt_context), kept as a few lines each, newest last."""
 
 from __future__ import annotations
 

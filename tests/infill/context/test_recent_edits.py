@@ -1,6 +1,6 @@
 """Recent edits: a few lines around each, one entry per neighbourhood, newest first, bounded."""
 
-from diffill.infill.around.recent_edits import RecentEdits
+from diffill.infill.context.recent_edits import RecentEdits
 
 TEXT = "\n".join(f"line {i}" for i in range(20))
 
@@ -38,7 +38,7 @@ def test_the_lines_are_lsp_lines_whether_the_line_starts_are_given_or_counted():
 
 def test_a_range_longer_than_a_few_lines_of_code_is_not_kept():
     """A minified line says nothing to the prompt, and slicing it out cost its length at every keystroke."""
-    from diffill.infill.around.recent_edits import MAX_RANGE_CHARS
+    from diffill.infill.context.recent_edits import MAX_RANGE_CHARS
 
     recent = RecentEdits()
     recent.record("a.py", "x = 1\n" + "y" * (MAX_RANGE_CHARS + 1) + "\nz = 2\n", 1)

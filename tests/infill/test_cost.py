@@ -1,28 +1,28 @@
-"""What a completion cost (infill.trace), and self-speculative drafts in the engine: the same answers as the
+"""What a completion cost (infill.cost), and self-speculative drafts in the engine: the same answers as the
 encoder's greedy drafts, with their drafts counted."""
 
 from engine_doubles import options
 
 from diffill.infill import tuning
+from diffill.infill.cost import Cost
 from diffill.infill.document import SyntaxDocument
-from diffill.infill.trace import Trace
 
 HEADS = ["name = call(arg", "items = [a", "print(", "x = ", "for i in ", "if value"]
 
 
 def test_a_trace_times_its_stages_and_sums_with_others():
-    a = Trace(passes=3, drafts=2, accepted=5)
+    a = Cost(passes=3, drafts=2, accepted=5)
     with a.stage("answer"):
         pass
     with a.stage("answer"):
         pass
     assert set(a.ms) == {"answer"} and a.ms["answer"] >= 0.0
-    total = Trace()
+    total = Cost()
     total.add(a)
-    total.add(Trace(passes=1, ms={"prompt": 2.0}))
+    total.add(Cost(passes=1, ms={"prompt": 2.0}))
     assert (total.passes, total.drafts, total.accepted) == (4, 2, 5)
     assert set(total.ms) == {"answer", "prompt"} and total.accepted_per_draft == 2.5
-    assert Trace().accepted_per_draft == 0.0
+    assert Cost().accepted_per_draft == 0.0
 
 
 def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine, monkeypatch):
@@ -30,17 +30,17 @@ def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine, monke
     docs = [SyntaxDocument(f"def f(x):\n    return g(x)\n\n{head}", "python") for head in HEADS]
     try:
         engine.options = options(steps=4, draft="ar", draft_candidates=1)
-        plain, plain_traces = [], []
+        plain, plain_costs = [], []
         for d in docs:
-            plain_traces.append(Trace())
-            plain.append(engine.complete(d, len(d.text), trace=plain_traces[-1]))
+            plain_costs.append(Cost())
+            plain.append(engine.complete(d, len(d.text), cost=plain_costs[-1]))
         assert any(c is not None and c.text for c in plain)
         monkeypatch.setattr(tuning, "SPECULATIVE_CANVAS", 6)
         engine.options = options(steps=4, draft="ar", draft_candidates=1, speculative=True, decoder_drafts=True)
-        for d, want, before in zip(docs, plain, plain_traces, strict=True):
-            trace = Trace()
-            assert engine.complete(d, len(d.text), trace=trace) == want
-            assert trace.drafts >= 1 and trace.passes >= 2 and before.drafts == 0
-            assert {"prompt", "prefill", "draft", "cut", "filters"} <= set(trace.ms)
+        for d, want, before in zip(docs, plain, plain_costs, strict=True):
+            spent = Cost()
+            assert engine.complete(d, len(d.text), cost=spent) == want
+            assert spent.drafts >= 1 and spent.passes >= 2 and before.drafts == 0
+            assert {"prompt", "prefill", "draft", "cut", "filters"} <= set(spent.ms)
     finally:
         engine.options = kept

@@ -1,4 +1,4 @@
-"""The corpus memory (model.memory): where a context occurs in the training code shipped beside the model, what
+"""The corpus memory (model.corpus_memory): where a context occurs in the training code shipped beside the model, what
 follows it there, and how the mixer weighs it against the code around the cursor."""
 
 import json
@@ -12,9 +12,9 @@ import pytest
 import torch
 from safetensors.numpy import save_file
 
-from diffill.model import memory as memory_module
+from diffill.model import corpus_memory as memory_module
 from diffill.model import runtime
-from diffill.model.memory import KEY_ORDER, MAX_ORDER, SEPARATOR, CorpusMemory, load_memory
+from diffill.model.corpus_memory import KEY_ORDER, MAX_ORDER, SEPARATOR, CorpusMemory, load_memory
 from diffill.model.ngram import MAX_MEMORY_WEIGHT, NgramMixer, TokenIndex
 from diffill.training.corpus import iter_docs, package_of
 from diffill.training.memory import DATA_SECTION, sample_corpus, save_memory

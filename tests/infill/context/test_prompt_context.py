@@ -1,9 +1,9 @@
 """Cross-file context for the prompt: the definitions the cursor's code names and the recent edits, under a
 budget, gathered again only when the cursor line or the index changes."""
 
-from diffill.infill.around.prompt_context import PromptContext, gather, query_terms
-from diffill.infill.around.recent_edits import RecentEdits
-from diffill.infill.around.workspace import WorkspaceIndex
+from diffill.infill.context.prompt_context import PromptContext, gather, query_terms
+from diffill.infill.context.recent_edits import RecentEdits
+from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.document import SyntaxDocument
 
 
@@ -58,7 +58,7 @@ def test_the_blocks_stay_the_same_along_a_line_and_change_with_the_line_or_the_i
 def test_query_terms_read_a_bounded_window_of_a_long_line():
     """The 30 lines above the cursor, unless they are long: a minified line's identifiers are read from its last
     QUERY_CHARS characters only."""
-    from diffill.infill.around.prompt_context import QUERY_CHARS
+    from diffill.infill.context.prompt_context import QUERY_CHARS
 
     text = "import os\n" + "alpha(beta); " * 100_000 + "gamma"
     terms = query_terms(text, len(text))

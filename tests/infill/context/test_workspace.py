@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from diffill.infill.around.workspace import WorkspaceIndex, identifiers
+from diffill.infill.context.workspace import WorkspaceIndex, identifiers
 
 
 def write(path, text):

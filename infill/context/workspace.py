@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..languages import language_for
-from .chunks import Chunk, extract_chunks
+from .definitions import Chunk, extract_chunks
 
 if TYPE_CHECKING:  # both load where the index starts, after the model: not on the daemon's way to ready
     import pathspec

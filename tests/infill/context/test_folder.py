@@ -2,7 +2,7 @@
 
 import os
 
-from diffill.infill.around.folder import LISTING_TTL_S, MAX_FILE_BYTES, FolderFiles
+from diffill.infill.context.folder import LISTING_TTL_S, MAX_FILE_BYTES, FolderFiles
 
 
 def test_siblings_are_the_same_kind_of_file_beside_this_one(tmp_path):

@@ -1,4 +1,4 @@
-"""What the cache n-gram model learns from at a completion (infill.around.ngram_evidence): the document's lines
+"""What the cache n-gram model learns from at a completion (infill.context.ngram_evidence): the document's lines
 around the cursor's and the other texts, each tokenized once; and every model call of a completion gets it."""
 
 from pathlib import Path
@@ -9,11 +9,11 @@ from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
 from diffill.infill import tuning
-from diffill.infill.around import ngram_evidence
-from diffill.infill.around.ngram_evidence import NgramEvidence
+from diffill.infill.context import ngram_evidence
+from diffill.infill.context.ngram_evidence import NgramEvidence
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
-from diffill.model.memory import CorpusMemory
+from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
 from diffill.model.tokenizer import CodeTokenizer
 
@@ -158,7 +158,7 @@ def test_without_the_weight_no_call_gets_a_cache_of_the_code_around(tmp_path, mo
 
 
 def _memory_mixers(monkeypatch, memory_weight):
-    """The mixers each model call of a completion got, a model with a corpus memory (model.memory) and the
+    """The mixers each model call of a completion got, a model with a corpus memory (model.corpus_memory) and the
     memory's weight `memory_weight`, no file around (no path) and the cache of the code around off; the memory."""
     tuned = {"NGRAM_WEIGHT": None, "MEMORY_WEIGHT": memory_weight, "MEMORY_PER_ORDER": 0.07}
     for name, value in tuned.items():

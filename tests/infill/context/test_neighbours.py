@@ -1,7 +1,7 @@
 """The texts around a document: the other open documents (their unsaved text first) and the folder's files."""
 
-from diffill.infill.around.folder import FolderFiles
-from diffill.infill.around.neighbours import neighbours_of
+from diffill.infill.context.folder import FolderFiles
+from diffill.infill.context.neighbours import neighbours_of
 
 
 def test_copies_come_from_open_documents_and_the_files_beside_but_never_the_file_itself(tmp_path):

@@ -1,6 +1,6 @@
 """The n-gram evidence of a completion: a cache n-gram model (diffill.model.ngram) of the document around the
 cursor and the texts copies come from (other open documents, the files beside it), with the model's corpus memory
-(diffill.model.memory), mixed into every model call.
+(diffill.model.corpus_memory), mixed into every model call.
 
 Tokenizing is the cost (docs/benchmarks.md), so each text is tokenized once and kept while it is the same
 (the files beside the document come back as the same strings while they do not change), and the indexes are
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diffill.model.memory import CorpusMemory
+from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer, TokenIndex
 
 from .. import tuning

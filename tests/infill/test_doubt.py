@@ -1,4 +1,4 @@
-"""Ranking: a candidate's prior against the model's own answer, and where an answer is cut at doubt."""
+"""Where an answer ends (infill.doubt): the floors by where it comes from, and the cut at the model's doubt."""
 
 import math
 from types import SimpleNamespace
@@ -7,19 +7,11 @@ import pytest
 from engine_doubles import CODE, FakeModel, options, twice
 from tiny import random_net, tiny_config
 
-from diffill.infill import ranking, tuning
+from diffill.infill import doubt, tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.options import RankOptions
 from diffill.model.tokenizer import EOS, CodeTokenizer
-
-
-def test_the_best_candidate_counts_its_prior_and_loses_only_by_more_than_it():
-    scores, priors = [-10.0, -4.0, -10.0], [8.0, 0.0, 8.0]
-    assert ranking.best(scores) == 1 and ranking.best(scores, priors) == 0  # the first of equals
-    assert not ranking.trails(-10.0, 8.0, -2.0) and ranking.trails(-10.0, 8.0, -1.9)
-    assert ranking.within(scores, priors, 0, 0.5) == [2] and ranking.within(scores, priors, 0, 0.0) == [2]
-    assert ranking.within(scores, priors, 0, -1.0) == []
 
 
 def tuned(monkeypatch, **values) -> None:
@@ -31,47 +23,47 @@ def tuned(monkeypatch, **values) -> None:
 def test_the_doubt_floor_depends_on_where_the_answer_comes_from(monkeypatch):
     rank = RankOptions(min_confidence=0.3)
     tuned(monkeypatch, copy_min_confidence=0.5)
-    assert ranking.doubt_floor("model", True, rank) == 0.3  # the encoder judges its own line
-    assert ranking.doubt_floor("model", False, rank) is None  # the denoiser cut it already
-    assert ranking.doubt_floor("copy", True, rank) == 0.5
-    assert ranking.doubt_floor("next line", True, rank) is None  # a copied next line stays whole
-    assert ranking.doubt_floor("model", True, RankOptions()) is None  # min_confidence 0 cuts nothing
+    assert doubt.doubt_floor("model", True, rank) == 0.3  # the encoder judges its own line
+    assert doubt.doubt_floor("model", False, rank) is None  # the denoiser cut it already
+    assert doubt.doubt_floor("copy", True, rank) == 0.5
+    assert doubt.doubt_floor("next line", True, rank) is None  # a copied next line stays whole
+    assert doubt.doubt_floor("model", True, RankOptions()) is None  # min_confidence 0 cuts nothing
     tuned(monkeypatch, copy_min_confidence=0.0)
-    assert ranking.doubt_floor("copy", True, rank) is None
+    assert doubt.doubt_floor("copy", True, rank) is None
 
 
 def test_the_answer_floor_depends_on_where_the_answer_comes_from(monkeypatch):
     rank = RankOptions(min_confidence=0.3)
     tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
-    assert ranking.answer_floor("model", rank) == 0.6
-    assert ranking.answer_floor("copy", rank) == 0.4
-    assert ranking.answer_floor("next line", rank) == 0.1
-    assert ranking.answer_floor("model", RankOptions()) is None  # min_confidence 0: off
+    assert doubt.answer_floor("model", rank) == 0.6
+    assert doubt.answer_floor("copy", rank) == 0.4
+    assert doubt.answer_floor("next line", rank) == 0.1
+    assert doubt.answer_floor("model", RankOptions()) is None  # min_confidence 0: off
     tuned(monkeypatch, copy_answer_confidence=0.0)
-    assert ranking.answer_floor("copy", rank) is None
+    assert doubt.answer_floor("copy", rank) is None
 
 
 def test_prose_raises_the_floor_of_copies_only(monkeypatch):
     rank = RankOptions(min_confidence=0.3)
     tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
     tuned(monkeypatch, copy_prose_confidence=0.7)
-    floors = [ranking.answer_floor(s, rank, prose=True) for s in ("model", "copy", "next line")]
+    floors = [doubt.answer_floor(s, rank, prose=True) for s in ("model", "copy", "next line")]
     assert floors == [0.6, 0.7, 0.1]  # a copied next line in a docstring is most often right: its own floor
-    assert ranking.answer_floor("copy", rank) == 0.4  # in code
-    assert ranking.answer_floor("copy", RankOptions(), prose=True) is None  # min_confidence 0: all off
+    assert doubt.answer_floor("copy", rank) == 0.4  # in code
+    assert doubt.answer_floor("copy", RankOptions(), prose=True) is None  # min_confidence 0: all off
     tuned(monkeypatch, copy_prose_confidence=0.2)
-    assert ranking.answer_floor("copy", rank, prose=True) == 0.4  # never lower than in code
+    assert doubt.answer_floor("copy", rank, prose=True) == 0.4  # never lower than in code
 
 
 def test_a_copy_that_one_place_continues_needs_more_belief(monkeypatch):
     rank = RankOptions(min_confidence=0.3)
     tuned(monkeypatch, answer_confidence=0.6, copy_answer_confidence=0.4, next_line_confidence=0.1)
     tuned(monkeypatch, lone_copy_confidence=0.55)
-    assert ranking.answer_floor("copy", rank, places=1) == 0.55
-    assert ranking.answer_floor("copy", rank, places=2) == 0.4  # places that agree are evidence
-    assert ranking.answer_floor("next line", rank, places=1) == 0.1  # its own floor
-    assert ranking.answer_floor("model", rank) == 0.6
-    assert ranking.answer_floor("copy", RankOptions(), places=1) is None  # min_confidence 0: all off
+    assert doubt.answer_floor("copy", rank, places=1) == 0.55
+    assert doubt.answer_floor("copy", rank, places=2) == 0.4  # places that agree are evidence
+    assert doubt.answer_floor("next line", rank, places=1) == 0.1  # its own floor
+    assert doubt.answer_floor("model", rank) == 0.6
+    assert doubt.answer_floor("copy", RankOptions(), places=1) is None  # min_confidence 0: all off
 
 
 def _asked(decode: dict[int, str], logps: list[float], prefix: list[float] | None = None, judged=None):
@@ -87,21 +79,21 @@ def test_the_cut_judges_the_tokens_past_the_healed_text_and_stops_at_eos():
     decode = {20: " ar", 21: "g", 22: ")", EOS: ""}
     judged = []
     asked = _asked(decode, [-9.0, -0.1, -9.0, 0.0], judged=judged)
-    assert ranking.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5) == [20, 21]  # ` ar` is typed: `)` doubted
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5) == [20, 21]  # ` ar` is typed: `)` doubted
     assert judged == [[20, 21, 22]]  # up to EOS
     doubted = _asked(decode, [-9.0, -9.0])
-    assert ranking.cut_at_doubt(doubted, [20, 21], "", 0.5) == []  # the first token is doubted: no answer
-    assert ranking.cut_at_doubt(doubted, [20, 21], "", None) is None
+    assert doubt.cut_at_doubt(doubted, [20, 21], "", 0.5) == []  # the first token is doubted: no answer
+    assert doubt.cut_at_doubt(doubted, [20, 21], "", None) is None
     sure = _asked(decode, [0.0] * 3)
-    assert ranking.cut_at_doubt(sure, [20, 21, 22], "", 0.5) is None
+    assert doubt.cut_at_doubt(sure, [20, 21, 22], "", 0.5) is None
 
 
 def test_all_the_tokens_together_must_be_believed():
     decode = {20: "a", 21: "b", 22: "c", 23: "d"}
     asked = _asked(decode, [-0.2, -0.2, -0.2, -0.2])  # each p = 0.82, together 0.82 ** n
-    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.6) == [20, 21]  # 0.67, then 0.55
-    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.4) is None  # 0.45 > 0.4
-    assert ranking.cut_at_doubt(asked, [20, 21, 22, 23], "", None, joint=0.9) == []
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.6) == [20, 21]  # 0.67, then 0.55
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.4) is None  # 0.45 > 0.4
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", None, joint=0.9) == []
 
 
 def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
@@ -109,9 +101,9 @@ def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
     shown, what follows the doubted token is not."""
     decode = {20: " None", 21: ")", 22: ":"}
     asked = _asked(decode, [-1.2, -0.01, -0.01], prefix=[-0.05, -0.01, -0.01])
-    assert ranking.cut_at_doubt(asked, [20, 21, 22], "", 0.5) == [20]
-    assert ranking.cut_at_doubt(asked, [20], "", 0.5) is None  # alone, the start is the whole answer
-    assert ranking.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5) == []
+    assert doubt.cut_at_doubt(asked, [20, 21, 22], "", 0.5) == [20]
+    assert doubt.cut_at_doubt(asked, [20], "", 0.5) is None  # alone, the start is the whole answer
+    assert doubt.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5) == []
 
 
 @pytest.mark.parametrize(

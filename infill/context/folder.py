@@ -1,5 +1,5 @@
 """The files of the edited one's folder: texts that copies (infill.sources.copies) come from and the n-gram
-evidence (infill.around.ngram_evidence) learns from.
+evidence (infill.context.ngram_evidence) learns from.
 
 A project repeats itself across files far more than a model of a few million parameters can remember: test
 modules call the same helpers, clients mirror each other, handlers share their boilerplate. The files in the

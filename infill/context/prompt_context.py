@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from ..document import SyntaxDocument
-from .chunks import Chunk
+from .definitions import Chunk
 from .recent_edits import RecentEdits
 from .workspace import WorkspaceIndex, identifiers
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Trace:
+class Cost:
     passes: int = 0  # sequential model calls (an encoder or a decoder pass), the prompt's own included
     drafts: int = 0  # decoder drafts verified by the encoder (self-speculative decoding)
     accepted: int = 0  # draft tokens the encoder accepted
@@ -34,14 +34,14 @@ class Trace:
         """Stage `name` took the time since `since` (time.perf_counter)."""
         self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - since) * 1e3
 
-    def count_drafts(self, counts: DraftCounts | Trace) -> None:
-        """Adds what a session's speculative rounds did (model.session.DraftCounts, or another trace's)."""
+    def count_drafts(self, counts: DraftCounts | Cost) -> None:
+        """Adds what a session's speculative rounds did (model.session.DraftCounts, or another cost's)."""
         self.drafts += counts.drafts
         self.accepted += counts.accepted
         self.lookups += counts.lookups
         self.looked_up += counts.looked_up
 
-    def add(self, other: Trace) -> None:
+    def add(self, other: Cost) -> None:
         """Sums `other` into this one (the daemon's running totals)."""
         self.passes += other.passes
         self.count_drafts(other)

@@ -1,12 +1,12 @@
-"""infill.chunked: tree-sitter parses fed chunk by chunk give the trees a parse of the whole bytes gives, without
+"""infill.parse_feed: tree-sitter parses fed chunk by chunk give the trees a parse of the whole bytes gives, without
 keeping the chunks in memory (py-tree-sitter keeps a reference to everything a read callback returns)."""
 
 import tracemalloc
 
 import pytest
 
-from diffill.infill.chunked import parse_chunks
 from diffill.infill.languages import parser_for
+from diffill.infill.parse_feed import parse_chunks
 
 SOURCE = "".join(f"def f{i}(x):\n    return x + {i}  # é\n\n" for i in range(400)).encode()
 
