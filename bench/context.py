@@ -71,7 +71,7 @@ def run_context(
     cases = context_cases(root, n, seed)
     index = WorkspaceIndex([root])
     index.scan()
-    summary: dict = {"cases": len(cases), "trained_with_context": loaded.trained_with_context}
+    summary: dict = {"cases": len(cases), "trained_with_context": loaded.card.trained_with_context}
     # The model alone; with known names (workspace definitions extending the typed word, ranked by the model);
     # with known names and the definitions packed into the prompt as context (what the daemon does).
     for label, budget, names in (("alone", 0, False), ("names", 0, True), ("context", 96, True)):

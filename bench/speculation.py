@@ -40,7 +40,7 @@ def run(
 ) -> list[dict]:
     cases = draw_cases(roots, n, random.Random(seed))
     loaded = runtime.load(model, "cpu", dtype="float32")
-    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded), loaded.memory)
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, EngineOptions.from_card(loaded.card), loaded.memory)
     asks = []
     for c in cases:
         doc = SyntaxDocument(c.text, language_for(None, c.path))

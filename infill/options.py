@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from diffill.model.runtime import LoadedModel
+    from diffill.model.card import ModelCard
 
 from . import tuning
 
@@ -124,7 +124,7 @@ class EngineOptions:
     budget: BudgetOptions = field(default_factory=BudgetOptions)
 
     @classmethod
-    def from_card(cls, card: LoadedModel | None, **knobs: Any) -> EngineOptions:
+    def from_card(cls, card: ModelCard | None, **knobs: Any) -> EngineOptions:
         """The options a model's card asks for (draft mode, answer cut-off, draft candidates; cross-file context
         only for models trained with it) with `knobs` (flat names, e.g. steps=4) on top. Rest-of-line spans get a
         short canvas. Raises TypeError for a knob no stage has."""

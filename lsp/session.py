@@ -102,7 +102,7 @@ class Session:
         from diffill.infill.engine import CompletionEngine
 
         self.loaded = loaded
-        self.context_enabled = loaded.trained_with_context
+        self.context_enabled = loaded.card.trained_with_context
         engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
         engine.warm_up()  # the latency budget plans passes on what they cost here
         engine.workspace = self.workspace_index

@@ -129,7 +129,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> Settings:
     return replace(base, **changes)
 
 
-def engine_options(settings: Settings, card: LoadedModel | None, **experiment: Any) -> EngineOptions:
+def engine_options(settings: Settings, loaded: LoadedModel | None, **experiment: Any) -> EngineOptions:
     """The engine's options for these settings over a loaded model's card: its draft mode, its answer cut-off
     unless the user set one, cross-file context only for models trained with it. The daemon, `diffill complete`,
     `diffill eval` and the benchmarks all build them here, so that what is measured is what ships; `experiment`:
@@ -145,4 +145,4 @@ def engine_options(settings: Settings, card: LoadedModel | None, **experiment: A
         "latency_budget_ms": settings.latency_budget_ms,
     }
     user = {name: value for name, value in user.items() if value is not None}  # None: the card's
-    return EngineOptions.from_card(card, **(chosen | user | experiment))
+    return EngineOptions.from_card(loaded.card if loaded is not None else None, **(chosen | user | experiment))

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from . import scoring
 from .beam import beam_drafts
 from .cache import KVCache, hold_prompt
+from .card import ModelCard
 from .config import DiffusionGemmaConfig
 from .diffusion_gemma import DiffusionGemma
 from .loader import load_model, resolve_checkpoint
@@ -41,12 +42,16 @@ def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
 
 
 class DiffusionModel:
-    """A loaded DiffusionGemma text stack with its sampler defaults (from generation_config.json)."""
+    """A loaded DiffusionGemma text stack with the sampler it runs (its card's, else the reference's defaults) and
+    its card (model.card)."""
 
-    def __init__(self, net: DiffusionGemma, sampler: SamplerConfig, path: Path | None = None):
+    def __init__(
+        self, net: DiffusionGemma, sampler: SamplerConfig, path: Path | None = None, card: ModelCard | None = None
+    ):
         self.net = net
         self.sampler = sampler
         self.path = path
+        self.card = card if card is not None else ModelCard()
 
     @property
     def config(self) -> DiffusionGemmaConfig:
@@ -68,11 +73,9 @@ class DiffusionModel:
         """
         folder = resolve_checkpoint(path_or_hub_id)
         net = lay_out_for_kernels(_load_net(folder, device, _dtype(dtype), progress, quantization))
-        gen_path = folder / "generation_config.json"
-        sampler = SamplerConfig(eos_token_ids=net.config.eos_ids, pad_token_id=net.config.pad_token_id)
-        if gen_path.exists():
-            sampler = SamplerConfig.from_generation_config(json.loads(gen_path.read_text()))
-        return cls(net, sampler, folder)
+        card = ModelCard.read(folder)
+        sampler = card.sampler or SamplerConfig(eos_token_ids=net.config.eos_ids, pad_token_id=net.config.pad_token_id)
+        return cls(net, sampler, folder, card)
 
     @torch.inference_mode()
     def generate(
@@ -109,10 +112,7 @@ class DiffusionModel:
             first_allowed=first_allowed,
             **sampler_overrides,
         )
-        tokens = before_unsure(out.tokens, out.confidence, min_confidence)
-        if trim:
-            return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
-        return tokens
+        return self._answer(out, min_confidence, trim)
 
     @torch.inference_mode()
     def denoise(
@@ -135,7 +135,7 @@ class DiffusionModel:
         out = generate(
             self.net,
             prompt_ids,
-            self.sampler.with_overrides(max_denoising_steps=steps),
+            self._config(steps),
             max_new_tokens=canvas * canvases,
             seed=seed,
             canvas_length=canvas,
@@ -145,8 +145,7 @@ class DiffusionModel:
             init=init,
             first_allowed=first_allowed,
         )
-        tokens = before_unsure(out.tokens, out.confidence, min_confidence)
-        return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
+        return self._answer(out, min_confidence)
 
     @torch.inference_mode()
     def generate_full(
@@ -167,14 +166,10 @@ class DiffusionModel:
     ) -> GenerationOutput:
         """`cache` may hold the keys/values of a prefix of `prompt_ids` (see PromptCache): only the rest is
         encoded. It is left holding the prompt plus any committed canvases."""
-        cfg = self.sampler.with_overrides(max_denoising_steps=steps, **sampler_overrides)
-        for key in ("stability_threshold", "confidence_threshold", "t_min", "t_max"):
-            if key in sampler_overrides and sampler_overrides[key] is None:
-                cfg = _set(cfg, key, None)  # an explicit None switches the feature off
         return generate(
             self.net,
             prompt_ids,
-            cfg,
+            self._config(steps, **sampler_overrides),
             max_new_tokens=max_new_tokens,
             seed=seed,
             canvas_length=canvas_length,
@@ -185,6 +180,22 @@ class DiffusionModel:
             init=init,
             first_allowed=first_allowed,
         )
+
+    def _config(self, steps: int | None, **overrides: Any) -> SamplerConfig:
+        """The card's sampler with `steps` and `overrides` (an explicit None switches a stopping rule or the
+        temperature schedule off)."""
+        cfg = self.sampler.with_overrides(max_denoising_steps=steps, **overrides)
+        for key in ("stability_threshold", "confidence_threshold", "t_min", "t_max"):
+            if key in overrides and overrides[key] is None:
+                cfg = replace(cfg, **{key: None})
+        return cfg
+
+    def _answer(self, out: GenerationOutput, min_confidence: float, trim: bool = True) -> list[int]:
+        """The generated tokens cut before the first under `min_confidence`; with `trim`, up to the first EOS."""
+        tokens = before_unsure(out.tokens, out.confidence, min_confidence)
+        if trim:
+            return trim_after_eos(tokens, self.sampler.eos_token_ids, self.sampler.pad_token_id)
+        return tokens
 
     @torch.inference_mode()
     def ar_drafts(
@@ -351,7 +362,3 @@ def _load_net(folder: Path, device, dtype: torch.dtype | None, progress, quantiz
     hook = QuantizeOnLoad(quantization, DiffusionGemmaConfig.from_file(config_path), device)
     net = load_model(folder, device=device, dtype=dtype, on_tensor=hook, progress=progress)
     return hook.finish(net, net.embed_tokens.weight.dtype)
-
-
-def _set(cfg: SamplerConfig, key: str, value) -> SamplerConfig:
-    return replace(cfg, **{key: value})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from pathlib import Path
 import torch
 
 from .api import DiffusionModel
+from .card import ModelCard
 from .config import DiffusionGemmaConfig
 from .corpus_memory import FILE_NAME as MEMORY_FILE
 from .corpus_memory import CorpusMemory, load_memory
@@ -100,13 +100,12 @@ class LoadedModel:
     tokenizer: CodeTokenizer
     source: str  # "embedded" or the path / hub id
     device: str
-    trained_with_context: bool = False  # the prompt may carry cross-file context blocks
-    draft: str = ""  # "ar": the model's card asks for canvases seeded by its encoder's LM head
-    min_confidence: float = 0.0  # the model's card: cut answers at the first token under this probability
-    draft_candidates: int = 1  # the model's card: beam width of rest-of-line drafts
     memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.corpus_memory)
-    span_min_confidence: float | None = None  # the model's card: min_confidence of denoised answers, if other
-    speculative: bool = False  # the model's card: its decoder drafts what its encoder accepts (model.speculative)
+
+    @property
+    def card(self) -> ModelCard:
+        """What the checkpoint asks of diffill (model.card), read once when it loaded."""
+        return self.model.card
 
 
 def load(
@@ -143,39 +142,7 @@ def load(
         raise CheckpointError(f"{tok_path}: not a diffill code tokenizer ({exc})") from exc
     if dev == "cpu":
         torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in model.net.parameters())))
-    training = folder / "training.json"
-    with_context = False
-    if training.exists():
-        try:
-            with_context = bool(json.loads(training.read_text()).get("config", {}).get("context_prob", 0))
-        except (ValueError, AttributeError):
-            with_context = False
-    draft, min_confidence, candidates, span_confidence, speculative = "", 0.0, 1, None, False
-    gen = folder / "generation_config.json"
-    if gen.exists():
-        try:
-            card = json.loads(gen.read_text())
-            draft = str(card.get("diffill_draft", ""))
-            min_confidence = float(card.get("diffill_min_confidence", 0.0))
-            candidates = max(1, min(16, int(card.get("diffill_draft_candidates", 1))))
-            if "diffill_span_min_confidence" in card:
-                span_confidence = float(card["diffill_span_min_confidence"])
-            speculative = card.get("diffill_speculative", False) is True
-        except (ValueError, TypeError, AttributeError):
-            draft, min_confidence, candidates, span_confidence, speculative = "", 0.0, 1, None, False
-    return LoadedModel(
-        model,
-        tokenizer,
-        source or "embedded",
-        dev,
-        with_context,
-        draft,
-        min_confidence,
-        candidates,
-        memory=_memory(folder / MEMORY_FILE, tokenizer.vocab_size),
-        span_min_confidence=span_confidence,
-        speculative=speculative,
-    )
+    return LoadedModel(model, tokenizer, source or "embedded", dev, _memory(folder / MEMORY_FILE, tokenizer.vocab_size))
 
 
 def _random_model(source: str, device: str, threads: int | None, dtype: str) -> LoadedModel:

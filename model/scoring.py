@@ -10,7 +10,7 @@ import torch
 from .cache import KVCache, hold_prompt
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
-from .speculative import Allowed, Extensions, log_mass
+from .speculative import Allowed, Extensions, judged_with, log_mass
 
 
 def token_beliefs(
@@ -73,7 +73,7 @@ def continuation_rows(
             row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
         norms = [0.0] * len(tokens)
         if allowed is not None:
-            norms = [_mass(_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)]
+            norms = [_mass(judged_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)]
             row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
         if prefix_rows is not None and extensions is not None:
             prefix_rows.append(
@@ -95,10 +95,3 @@ def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix:
         return log_mass(logp, ids)
     keep = torch.as_tensor(list(ids), dtype=torch.long, device=logp.device)
     return float(torch.logsumexp(mix.mix_at(before, logp, keep), 0))
-
-
-def _with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
-    """`ids` with `token` among them (None stays None: no constraint)."""
-    if ids is None or token in ids:
-        return ids
-    return [*ids, token]

@@ -52,6 +52,15 @@ def log_mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
     return float(torch.logsumexp(logp.index_select(0, torch.as_tensor(list(ids), device=logp.device)), 0))
 
 
+def judged_with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
+    """The ids a token's probability is judged among: `ids` (the typed word's tokens) with `token` itself, for a
+    token outside them is judged with them (None stays None: no constraint, judged among all). Speculative rounds
+    and DiffusionModel.token_beliefs normalise alike through it."""
+    if ids is None or token in ids:
+        return ids
+    return [*ids, token]
+
+
 class Speculator:
     """Runs the draft/verify loop for one net; `draft_steps` decoder passes per draft (self-conditioned after
     the first), on a canvas of `canvas` tokens. The n-gram evidence drafts first where it has a draft; the
@@ -139,8 +148,8 @@ class Speculator:
                 result.score += float(row[token])
                 # among the allowed tokens where a constraint holds: the typed word is given, not guessed
                 judged = among(out[:-1]) if among is not None and limit is not None else None
-                if judged:  # a token outside them is judged with them (as DiffusionModel.token_beliefs does)
-                    norm = log_mass(row, judged if token in judged else [*judged, token])
+                if judged:
+                    norm = log_mass(row, judged_with(judged, token))
                 else:
                     norm = float(torch.logsumexp(row, 0)) if limit is not None else 0.0
                 result.logprobs.append(float(row[token]) - norm)

@@ -1,7 +1,6 @@
 """Engine options: flat knobs routed to their stage, the card's values under the caller's, explicit "off"."""
 
 import dataclasses
-from types import SimpleNamespace
 
 import pytest
 
@@ -14,8 +13,9 @@ from diffill.infill.options import (
     PromptOptions,
     RankOptions,
 )
+from diffill.model.card import ModelCard
 
-CARD = SimpleNamespace(
+CARD = ModelCard(
     draft="ar",
     min_confidence=0.2,
     span_min_confidence=0.3,
@@ -68,7 +68,7 @@ def test_the_beam_runs_only_under_a_generous_latency_budget():
     mine = EngineOptions.from_card(CARD, min_confidence=0.5, draft_candidates=1, context_tokens=0)
     assert (mine.rank.min_confidence, mine.drafts.draft_candidates, mine.prompt.context_tokens) == (0.5, 1, 0)
     assert mine.rank.span_min_confidence == 0.3
-    untrained = SimpleNamespace(**{**vars(CARD), "trained_with_context": False})
+    untrained = dataclasses.replace(CARD, trained_with_context=False)
     assert EngineOptions.from_card(untrained).prompt.context_tokens == 0  # context shifts the prompt of the others
 
 

@@ -33,15 +33,9 @@ def test_user_settings_override_the_models_card():
     from types import SimpleNamespace
 
     from diffill.lsp.session import Session
+    from diffill.model.card import ModelCard
 
-    card = SimpleNamespace(
-        draft="ar",
-        min_confidence=0.2,
-        span_min_confidence=0.3,
-        draft_candidates=6,
-        trained_with_context=False,
-        speculative=False,
-    )
+    card = SimpleNamespace(card=ModelCard(draft="ar", min_confidence=0.2, span_min_confidence=0.3, draft_candidates=6))
     own = Session._engine_options(SimpleNamespace(settings=Settings(), loaded=card))
     assert (own.drafts.draft, own.rank.min_confidence, own.drafts.draft_candidates) == ("ar", 0.2, 6)
     assert own.prompt.context_tokens == 0

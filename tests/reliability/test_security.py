@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from diffill.bench.wire import RawClient, frame
 from diffill.lsp import protocol
-from diffill.lsp.settings import Settings, SettingsError, parse_settings
+from diffill.lsp.settings import UNSET, Settings, SettingsError, parse_settings
 from diffill.model.loader import CheckpointError, checkpoint_files
 from diffill.model.runtime import EMBEDDED_DIR
 
@@ -224,7 +224,7 @@ def test_settings_are_validated_data(raw):
         return
     assert isinstance(s, Settings)
     for name, value in s.as_dict().items():
-        assert isinstance(value, (str, int, float, bool, list)), (name, value)
+        assert isinstance(value, (str, int, float, bool, list)) or (value is None and name in UNSET), (name, value)
         if isinstance(value, float):
             assert math.isfinite(value), (name, value)
         if isinstance(value, list):

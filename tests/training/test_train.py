@@ -102,14 +102,14 @@ def test_losses_fall_resume_and_export(tmp_path):
     export(tmp_path / "run", tmp_path / "weights", sampler=card)  # a new export keeps the memory's section
     assert data_card.read_text().count("## Corpus memory") == 1 and "| p3 | MIT | 9 |" in data_card.read_text()
     loaded = runtime.load(str(tmp_path / "weights"), "cpu")
-    assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.25, 0.5, 3)
+    assert (loaded.card.min_confidence, loaded.card.span_min_confidence, loaded.card.draft_candidates) == (0.25, 0.5, 3)
     assert loaded.memory is not None and loaded.memory.continuations([5, 6, 7, 8])[1].tolist() == [9]
     from diffill.infill.options import EngineOptions
 
-    options = EngineOptions.from_card(loaded, steps=2)  # what the daemon, eval and complete run with
+    options = EngineOptions.from_card(loaded.card, steps=2)  # what the daemon, eval and complete run with
     assert (options.rank.min_confidence, options.rank.span_min_confidence) == (0.25, 0.5)
     assert (options.drafts.draft_candidates, options.drafts.steps) == (3, 2)
-    assert loaded.speculative and options.drafts.decoder_drafts
+    assert loaded.card.speculative and options.drafts.decoder_drafts
     assert json.loads((tmp_path / "weights" / "training.json").read_text())["config"]["total_steps"] == 70
 
 
@@ -279,7 +279,7 @@ def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp
     from diffill.model import runtime
 
     loaded = runtime.load(str(weights), "cpu")
-    assert (loaded.min_confidence, loaded.span_min_confidence, loaded.draft_candidates) == (0.5, 0.37, 6)
+    assert (loaded.card.min_confidence, loaded.card.span_min_confidence, loaded.card.draft_candidates) == (0.5, 0.37, 6)
     record = json.loads((weights / "training.json").read_text())
     assert record["config"]["objective"] == "fim" and record["runs"][0]["config"]["objective"] == "ar"
     shape = json.loads((weights / "config.json").read_text())["text_config"]
