@@ -302,52 +302,27 @@ def run(
     root: str | list[str],
     n: int = 200,
     seed: int = 0,
-    steps: int | None = None,
-    canvas: int | None = None,
     model: str = "",
     out: Callable[[str], None] = print,
-    line_canvas: int | None = None,
-    prompt_tokens: int = 256,
-    draft: str = "model",
-    min_confidence: float | None = None,
     dtype: str = "auto",
-    token_healing: bool = True,
     draft_margin: str = "model",
-    draft_candidates: int | None = None,
     siblings: bool = False,
-    copy_prior: float | None = None,
-    copies: bool = True,
     dump: str = "",
-    speculative: bool | None = None,
-    decoder_drafts: bool | None = None,
-    latency_budget: float | None = None,
     blocks: bool = False,
+    latency_budget: float | None = None,
+    **knobs: Any,
 ) -> dict:
     """Score the engine on cases drawn under `root`; with `dump`, one JSON line per case is written there
     (path, kind, truth, answer, source, scores) so that misses can be read, not just counted. `blocks`: the
-    cases are Python function bodies removed whole (make_block_case) instead of lines."""
+    cases are Python function bodies removed whole (make_block_case) instead of lines. `knobs`: the engine's,
+    as `eval_options` takes them (each left out is the daemon's)."""
 
     rng = random.Random(seed)
     loaded = runtime.load(model, "auto", dtype=dtype)
     if draft_margin != "model":  # "off": drafts are denoised like noise; a number: kept, changed past the margin
         margin = None if draft_margin == "off" else float(draft_margin)
         loaded.model.sampler = dataclasses.replace(loaded.model.sampler, draft_margin=margin)
-    options = eval_options(
-        loaded,
-        steps=steps,
-        canvas=canvas,
-        line_canvas=line_canvas,
-        prompt_tokens=prompt_tokens,
-        draft=draft,
-        min_confidence=min_confidence,
-        token_healing=token_healing,
-        draft_candidates=draft_candidates,
-        copy_prior=copy_prior,
-        copies=copies,
-        speculative=speculative,
-        decoder_drafts=decoder_drafts,
-        latency_budget=latency_budget,
-    )
+    options = eval_options(loaded, latency_budget=latency_budget, **knobs)
     engine = CompletionEngine(loaded.model, loaded.tokenizer, options, loaded.memory)
     engine.warm_up()  # as the daemon does at load
     cases = draw_block_cases(root, n, rng) if blocks else draw_cases(root, n, rng)
@@ -402,7 +377,7 @@ def run(
     latencies.sort()
     summary = {
         "cases": len(cases),
-        "steps": steps,
+        "steps": options.drafts.steps,
         "model": _mean(results["model"]),
         "rest_of_line": _mean(by_kind["line"]),
         "multi_line": _mean(by_kind["lines"]),
@@ -413,7 +388,7 @@ def run(
         "latency_ms_p95": round(latencies[int(len(latencies) * 0.95)], 1) if latencies else 0.0,
     }
     where = root if isinstance(root, str) else ",".join(root)
-    out(f"root={where} cases={len(cases)} steps={steps} seed={seed} siblings={siblings}")
+    out(f"root={where} cases={len(cases)} steps={options.drafts.steps} seed={seed} siblings={siblings}")
     out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}{'wrong':>8}")
     names = ("block_body",) if blocks else ("rest_of_line", "multi_line")
     for name in (*names, "model", "baseline_empty", "baseline_prev_line"):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffill.model.fim import build_prompt
-from diffill.model.session import Healing
+from diffill.model.session import Allowed, Healing
 from diffill.model.tokenizer import EOS
 
 from . import tuning
@@ -27,8 +27,6 @@ CHARS_PER_TOKEN = 6  # generous: slice this many characters per budget token bef
 WORD_PIECE = re.compile(r" ?\w+")  # a token inside a word (the first of a word may carry its leading space)
 KNOWN_TAIL = frozenset(")]}>\"'`;:,. ")
 
-# The ids a draft's next token may take given the tokens it has so far, or None: any.
-Constraint = Callable[[list[int]], list[int] | None]
 NO_HEALING = Healing()
 
 
@@ -145,7 +143,7 @@ def fresh_indentation(text: str, offset: int) -> str | None:
     return head if is_line_start(text, start) and not head.strip() else None
 
 
-def healing(healed: str, vocabulary: Vocabulary, indentation: bool = False) -> Constraint | None:
+def healing(healed: str, vocabulary: Vocabulary, indentation: bool = False) -> Allowed | None:
     """The draft constraint of token healing: the ids a draft's next token may take until its text covers
     `healed` (None after: any), so that a word taken back in pieces is written again in whichever tokens the
     model likes. A fresh line's `indentation` taken back is written again as it was, no deeper."""
@@ -160,7 +158,7 @@ def healing(healed: str, vocabulary: Vocabulary, indentation: bool = False) -> C
     return allowed
 
 
-def typed_word(healed: str, vocabulary: Vocabulary) -> Constraint | None:
+def typed_word(healed: str, vocabulary: Vocabulary) -> Allowed | None:
     """Where the healing constraint holds, the ids a token's probability is judged among: those that write the
     rest of the healed text whole (` None`, ` NoneType` after ` Non`), when there are any, else all the constraint
     allows. A token that writes only a piece of it (` No`) is another way of spelling what is typed, not a rival
