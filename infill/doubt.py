@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 from diffill.model.session import PromptSession
-from diffill.model.tokenizer import SPECIAL_TOKENS
 
 from . import tuning
 from .options import RankOptions
@@ -48,7 +47,13 @@ def answer_floor(source: str, rank: RankOptions, prose: bool = False, places: in
 
 
 def cut_at_doubt(
-    model: PromptSession, ids: list[int], healed: str, floor: float | None, joint: float | None = None
+    model: PromptSession,
+    ids: list[int],
+    healed: str,
+    floor: float | None,
+    joint: float | None = None,
+    *,
+    specials: frozenset[int],
 ) -> list[int] | None:
     """`ids` up to the longest start the model believes, or None when it believes them all (or neither `floor` nor
     `joint` is set). A start is believed when the encoder's head, after the prompt and the tokens before, gives
@@ -58,7 +63,7 @@ def cut_at_doubt(
     being typed is known, so a first token past it that fails leaves no answer."""
     if floor is None and joint is None:
         return None
-    n = next((i for i, t in enumerate(ids) if t < len(SPECIAL_TOKENS)), len(ids))  # up to EOS or padding
+    n = next((i for i, t in enumerate(ids) if t in specials), len(ids))  # up to its end or padding
     body = ids[:n]
     log_floor = math.log(floor) if floor is not None else -math.inf
     log_joint = math.log(joint) if joint is not None else -math.inf

@@ -18,7 +18,7 @@ from diffill.model.api import DiffusionModel
 from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
 from diffill.model.session import Prompter, Speculation
-from diffill.model.tokenizer import EOS, CodeTokenizer
+from diffill.model.tokenizer import CodeTokenizer
 
 from . import call_sites, edits, plans, tuning
 from .completion import Completion
@@ -173,6 +173,8 @@ class CompletionEngine:
         with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
         around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
         others = around.texts() if with_copies and around is not None else []
+        if not self.vocabulary.format.ngram_mixing:  # tuned with diffill's tokenizer and models only
+            return others, None
         mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory)
         return others, mix
 
@@ -243,10 +245,11 @@ class CompletionEngine:
         if max(len(ids_new), len(ids_old)) + 1 > max_canvas:  # too long to judge on one canvas: every use renamed
             fills = [new] * len(region.occurrences)
         else:
-            prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt)
+            prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt, language=doc.language)
+            end = self.vocabulary.format.end_id
             with self.prompter.session(f"{key or ''}#edit", prompt, cancel=cancel) as model:
-                score_new = model.slot_scores(ids_new + [EOS], slots_new, tuning.SEED)
-                score_old = model.slot_scores(ids_old + [EOS], slots_old, tuning.SEED)
+                score_new = model.slot_scores(ids_new + [end], slots_new, tuning.SEED)
+                score_old = model.slot_scores(ids_old + [end], slots_old, tuning.SEED)
             prior = tuning.RENAME_PRIOR
             fills = [new if n + prior >= was else old for n, was in zip(score_new, score_old, strict=True)]
         if new not in fills:

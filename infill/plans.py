@@ -67,7 +67,9 @@ def rest_of_line(a: Inputs) -> Answer:
     if copied:
         return _cut(a, copied.ids, "copy", copied.places, encoder_judges=True)
     with a.cost.stage("denoise"):
-        ids = draft.with_known_tail(a.model, a.request, draft.drafted(drafted.canvas), a.canvas, a.options)
+        ids = draft.with_known_tail(
+            a.model, a.request, draft.drafted(drafted.canvas, a.request.end), a.canvas, a.options
+        )
     return _cut(a, ids, "model", 0, encoder_judges=True)
 
 
@@ -107,7 +109,7 @@ def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
     """The decoder's answer (out of time, None: the draft `init` as it stands) with the known tail pinned where it
     did not end with it, cut at the decoder's own doubt."""
     with a.cost.stage("denoise"):
-        ids = draft.drafted(init) if ids is None else ids
+        ids = draft.drafted(init, a.request.end) if ids is None else ids
         ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, a.options)
     return _cut(a, ids, "model", 0, encoder_judges=False)
 
@@ -119,7 +121,7 @@ def _cut(a: Inputs, ids: list[int], source: str, places: int, encoder_judges: bo
     with a.cost.stage("cut"):
         floor = doubt.doubt_floor(source, encoder_judges, o.rank)
         joint = doubt.answer_floor(source, o.rank, request.prose, places)
-        cut = doubt.cut_at_doubt(a.model, ids, request.healed, floor, joint)
+        cut = doubt.cut_at_doubt(a.model, ids, request.healed, floor, joint, specials=request.specials)
         return Answer(ids, whole_name(a.model, ids, cut, a.names), source)
 
 

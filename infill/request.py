@@ -12,9 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from diffill.model.fim import build_prompt
 from diffill.model.session import Allowed, Healing
-from diffill.model.tokenizer import EOS
 
 from . import tuning
 from .document import SyntaxDocument
@@ -40,7 +38,9 @@ class Request:
     suffix_start: int  # where the prompt's suffix starts: the line end for a rest of line (regenerated)
     prompt: list[int]
     healed: str  # text before the cursor taken back from the prompt: the answer starts with it
-    line_stops: frozenset[int]  # the ids that end a line (EOS among them: Vocabulary.line_stops)
+    line_stops: frozenset[int]  # the ids that end a line (the end id among them: Vocabulary.line_stops)
+    end: int  # the id that ends an answer (the prompt format's: EOS, or Gemma's `<turn|>`)
+    specials: frozenset[int]  # the ids that are no text
     # token healing's hold on the answer: each token consistent with the healed text until it is written
     # (`healing`), its belief judged among the ids that write it whole (`typed_word`)
     healing: Healing = NO_HEALING
@@ -55,8 +55,8 @@ class Request:
 
     @property
     def stops(self) -> frozenset[int]:
-        """The ids that end this span's answer: a line's end for a rest of line, else EOS alone."""
-        return self.line_stops if self.line else frozenset({EOS})
+        """The ids that end this span's answer: a line's end for a rest of line, else the end id alone."""
+        return self.line_stops if self.line else frozenset({self.end})
 
     @property
     def known_tail(self) -> str:
@@ -84,12 +84,15 @@ def build_request(
     suffix_start = span.end if span.kind == "line" else offset  # a line span ends at the line end
     fresh = fresh_indentation(doc.text, offset) is not None
     heal = options.token_healing and (span.kind == "line" or fresh)
-    prompt, healed = prompt_ids(doc.text, offset, suffix_start, vocabulary, options, context, heal=heal)
+    prompt, healed = prompt_ids(
+        doc.text, offset, suffix_start, vocabulary, options, context, heal=heal, language=doc.language
+    )
     held = Healing(healing(healed, vocabulary, indentation=fresh), typed_word(healed, vocabulary))
     prose = in_prose(doc, offset)
     docstring = (lambda at: in_docstring(doc, at)) if doc.tree is not None else None
     stops = vocabulary.line_stops()
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, stops, held, prose, docstring)
+    end, specials = vocabulary.format.end_id, vocabulary.specials
+    return Request(doc.text, offset, span, suffix_start, prompt, healed, stops, end, specials, held, prose, docstring)
 
 
 def prompt_ids(
@@ -100,8 +103,9 @@ def prompt_ids(
     options: PromptOptions,
     context: Sequence[str] = (),
     heal: bool = False,
+    language: str | None = None,
 ) -> tuple[list[int], str]:
-    """(FIM prompt ids, healed text). With `heal`, the prefix's last token is taken back when it is a piece of the
+    """(prompt ids in the model's format, healed text). With `heal`, the prefix's last token is taken back when it is a piece of the
     current line (`foo.ba` ends in ` ba`, a token the model rarely saw before a middle; `return ` ends in a space,
     which the model writes as the start of the next word): the answer must then start with that text (see
     `healing`), so the model writes the whole natural token. On a fresh line (nothing typed but indentation) the
@@ -132,7 +136,10 @@ def prompt_ids(
                 if healed.startswith(" ") or not WORD_PIECE.fullmatch(piece) or not prefix.endswith(piece + healed):
                     break
                 prefix_ids, healed, taken = prefix_ids[:-1], piece + healed, taken + 1
-    prompt = build_prompt(prefix_ids, suffix_ids, options.max_prompt_tokens, suffix_budget, context=blocks)
+    budget = options.max_prompt_tokens
+    prompt = vocabulary.format.prompt(
+        prefix_ids, suffix_ids, budget, max_suffix=suffix_budget, context=blocks, language=language
+    )
     return prompt, healed
 
 

@@ -32,6 +32,7 @@ def report(model: str = "") -> Iterator[str]:
 
     from diffill.infill.languages import check_all
     from diffill.model import runtime
+    from diffill.model.prompt_format import format_for
 
     yield f"diffill {_ver('diffill')} on Python {sys.version.split()[0]} ({platform.platform()})"
     for pkg in (
@@ -65,6 +66,7 @@ def report(model: str = "") -> Iterator[str]:
             f"{cfg.num_experts} experts top-{cfg.top_k_experts}, canvas {cfg.canvas_length}, "
             f"vocab {cfg.vocab_size}: loads ok"
         )
+        yield f"prompt format: {format_for(loaded.tokenizer).name}"
         memory = f"{len(loaded.memory):,} tokens" if loaded.memory is not None else "none"
         yield f"corpus memory: {memory}"
     except Exception as exc:

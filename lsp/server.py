@@ -176,6 +176,8 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "model": s.loader.state,
         "error": s.loader.error,
         "ready": s.engine is not None,
+        "source": s.loaded.source if s.loaded is not None else None,
+        "prompt_format": s.engine.vocabulary.format.name if s.engine is not None else None,
         "settings": s.settings.as_dict(),
         "documents": len(s.docs),
         "in_flight": s.scheduler.in_flight(),

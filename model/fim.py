@@ -29,20 +29,25 @@ def build_prompt(
     if fixed >= budget:  # context never crowds out the code itself
         head = [BOS]
         fixed = len(head) + 2 + len(suffix)
-    room = max(0, budget - fixed)
-    # Drop the prefix's head in whole blocks, so that the prompt start stays put while the user types and
-    # the encoder cache of the previous keystroke stays valid (it moves once every `block` tokens).
-    excess = len(prefix_ids) - room
-    drop = -(-excess // block) * block if excess > 0 else 0
-    prefix = prefix_ids[drop:] if room else []
+    prefix = prefix_within(prefix_ids, max(0, budget - fixed), block)
     return head + [FIM_SUFFIX, *suffix, FIM_PREFIX, *prefix]
 
 
-def build_canvas(middle_ids: list[int], length: int) -> list[int]:
-    """The training target: the middle, EOS, then pads (truncated middles carry no EOS)."""
+def prefix_within(prefix_ids: list[int], room: int, block: int = 32) -> list[int]:
+    """The prefix's tail within `room` tokens, its head dropped in whole blocks: the prompt's start stays put while
+    the user types, and the encoder cache of the previous keystroke stays valid (it moves once every `block`
+    tokens)."""
+    excess = len(prefix_ids) - room
+    drop = -(-excess // block) * block if excess > 0 else 0
+    return prefix_ids[drop:] if room else []
+
+
+def build_canvas(middle_ids: list[int], length: int, end: int = EOS) -> list[int]:
+    """The training target (and a draft's seeded canvas): the middle, its `end` id, then pads (truncated middles
+    carry no end)."""
     if len(middle_ids) >= length:
         return middle_ids[:length]
-    return middle_ids + [EOS] + [PAD] * (length - len(middle_ids) - 1)
+    return middle_ids + [end] + [PAD] * (length - len(middle_ids) - 1)
 
 
 @dataclass

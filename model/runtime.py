@@ -12,6 +12,7 @@ import torch
 
 from .api import DiffusionModel
 from .card import ModelCard
+from .chat_tokenizer import ChatTokenizer
 from .config import DiffusionGemmaConfig
 from .corpus_memory import FILE_NAME as MEMORY_FILE
 from .corpus_memory import CorpusMemory, load_memory
@@ -97,7 +98,7 @@ def pick_quantization(
 @dataclass
 class LoadedModel:
     model: DiffusionModel
-    tokenizer: CodeTokenizer
+    tokenizer: CodeTokenizer | ChatTokenizer
     source: str  # "embedded" or the path / hub id
     device: str
     memory: CorpusMemory | None = None  # code of the training corpus beside the weights (model.corpus_memory)
@@ -116,8 +117,8 @@ def load(
     quantization: str | None = None,
     dtype: str = "auto",
 ) -> LoadedModel:
-    """Loads the embedded model (source "") or a folder / hub id. The folder needs a diffill tokenizer.json
-    (byte-level BPE with FIM sentinels) so that the completion prompts can be built. `quantization`: see
+    """Loads the embedded model (source "") or a folder / hub id. The folder's tokenizer says how completions are
+    prompted (`load_tokenizer`): diffill's FIM sentinels or Gemma's chat template. `quantization`: see
     DiffusionModel.from_pretrained."""
     dev = pick_device(device)
     if source.startswith(RANDOM_SOURCE):
@@ -128,21 +129,38 @@ def load(
         folder = EMBEDDED_DIR
     else:
         folder = resolve_checkpoint(source)
+    tokenizer = load_tokenizer(folder)  # before the weights: a checkpoint diffill cannot prompt fails at once
     quantization = pick_quantization(quantization, dev, _stored_config(folder))
     model = DiffusionModel.from_pretrained(
         folder, device=dev, dtype=pick_dtype(dev, dtype), progress=progress, quantization=quantization
     )
     _for_serving(model)
+    if tokenizer.vocab_size > model.config.vocab_size:
+        raise CheckpointError(
+            f"{folder}: the tokenizer has {tokenizer.vocab_size} ids, the model {model.config.vocab_size}"
+        )
+    if dev == "cpu":
+        torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in model.net.parameters())))
+    # The corpus memory is ids of diffill's own tokenizer: a checkpoint with another tokenizer has none to use.
+    memory = _memory(folder / MEMORY_FILE, tokenizer.vocab_size) if isinstance(tokenizer, CodeTokenizer) else None
+    return LoadedModel(model, tokenizer, source or "embedded", dev, memory)
+
+
+def load_tokenizer(folder: Path) -> CodeTokenizer | ChatTokenizer:
+    """A checkpoint's tokenizer, which says how the model is prompted (model.prompt_format): diffill's code
+    tokenizer (FIM sentinels at ids 0-7), else a chat tokenizer with Gemma's turns and its chat template."""
     tok_path = folder / "tokenizer.json"
     if not tok_path.exists():
         raise CheckpointError(f"{folder}: no tokenizer.json")
     try:
-        tokenizer = CodeTokenizer.from_file(tok_path)
-    except ValueError as exc:
-        raise CheckpointError(f"{tok_path}: not a diffill code tokenizer ({exc})") from exc
-    if dev == "cpu":
-        torch.set_num_threads(pick_threads(threads, sum(p.numel() for p in model.net.parameters())))
-    return LoadedModel(model, tokenizer, source or "embedded", dev, _memory(folder / MEMORY_FILE, tokenizer.vocab_size))
+        return CodeTokenizer.from_file(tok_path)
+    except ValueError as code_error:
+        try:
+            return ChatTokenizer.from_folder(folder)
+        except Exception as exc:
+            raise CheckpointError(
+                f"{tok_path}: neither a diffill code tokenizer ({code_error}) nor a Gemma chat tokenizer ({exc})"
+            ) from exc
 
 
 def _random_model(source: str, device: str, threads: int | None, dtype: str) -> LoadedModel:

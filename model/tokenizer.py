@@ -57,3 +57,12 @@ class CodeTokenizer:
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, special tokens dropped."""
         return self.tok.decode([i for i in ids if i >= len(SPECIAL_TOKENS)], skip_special_tokens=True)
+
+    def decode_each(self, ids: list[int]) -> list[str]:
+        """The text of each id alone (a whole vocabulary in one call; "" for the special tokens)."""
+        return self.tok.decode_batch([[i] if i >= len(SPECIAL_TOKENS) else [] for i in ids])
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """The ids that are no text: pad, eos, bos, unk and the FIM sentinels."""
+        return frozenset(range(len(SPECIAL_TOKENS)))

@@ -20,3 +20,12 @@ def hf_checkpoints(tmp_path_factory):
         folder = tmp_path_factory.mktemp(f"hf_{name}")
         out[name] = (folder, build_hf_checkpoint(name, folder, seed=i))
     return out
+
+
+@pytest.fixture(scope="session")
+def gemma_checkpoint(tmp_path_factory):
+    """A tiny checkpoint folder laid out like google/diffusiongemma-26B-A4B-it (tests/gemma_style.py)."""
+    pytest.importorskip("transformers")
+    from gemma_style import build_gemma_style_checkpoint
+
+    return build_gemma_style_checkpoint(tmp_path_factory.mktemp("gemma_style"))

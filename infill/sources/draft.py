@@ -2,7 +2,7 @@
 instead of starting from noise), and the known text after the cursor is pinned where the model ended its line.
 
 A rest-of-line draft comes from a beam to the line end (the continuation the model believes most as a whole) and
-a known name may start its word (infill.sources.names); other spans take the greedy draft to EOS.
+a known name may start its word (infill.sources.names); other spans take the greedy draft to its end.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from diffill.model.fim import build_canvas
 from diffill.model.session import PromptSession
-from diffill.model.tokenizer import EOS
 
 from .. import tuning
 from ..options import DraftOptions, EngineOptions
@@ -48,19 +47,19 @@ def draft(model: PromptSession, request: Request, canvas: int, beam: int, names:
             ids = head + rest[0]
     while ids and ids[-1] in stop:
         ids.pop()
-    return Draft(build_canvas(ids, canvas), score)
+    return Draft(build_canvas(ids, canvas, request.end), score)
 
 
-def drafted(canvas: list[int]) -> list[int]:
-    """The draft a seeded canvas holds (up to its EOS)."""
-    return canvas[: canvas.index(EOS)] if EOS in canvas else canvas
+def drafted(canvas: list[int], end: int) -> list[int]:
+    """The draft a seeded canvas holds (up to its `end` id)."""
+    return canvas[: canvas.index(end)] if end in canvas else canvas
 
 
 def with_known_tail(
     model: PromptSession, request: Request, ids: list[int], canvas: int, options: EngineOptions
 ) -> list[int]:
     """`ids`, or when they do not end with the known text after the cursor (closing brackets), a second denoising
-    with that text pinned where the model ended its line, then EOS: the model fills what comes before it."""
+    with that text pinned where the model ended its line, then the end id: the model fills what comes before it."""
     tail = request.known_tail
     if not tail or model.decode(ids).rstrip().endswith(tail):
         return ids
@@ -69,7 +68,7 @@ def with_known_tail(
         return ids
     start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
     pins = {start + i: t for i, t in enumerate(tail_ids)}
-    pins[start + len(tail_ids)] = EOS
+    pins[start + len(tail_ids)] = request.end
     floor = 0.0 if options.drafts.ar else options.rank.span_confidence  # (the encoder cuts its drafts)
     pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=floor)
     return ids if pinned is None else pinned  # (None: out of time)

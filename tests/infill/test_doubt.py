@@ -11,7 +11,9 @@ from diffill.infill import doubt, tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.options import RankOptions
-from diffill.model.tokenizer import EOS, CodeTokenizer
+from diffill.model.tokenizer import EOS, SPECIAL_TOKENS, CodeTokenizer
+
+SPECIALS = frozenset(range(len(SPECIAL_TOKENS)))  # the FIM tokenizer's (CodeTokenizer.special_ids)
 
 
 def tuned(monkeypatch, **values) -> None:
@@ -79,21 +81,29 @@ def test_the_cut_judges_the_tokens_past_the_healed_text_and_stops_at_eos():
     decode = {20: " ar", 21: "g", 22: ")", EOS: ""}
     judged = []
     asked = _asked(decode, [-9.0, -0.1, -9.0, 0.0], judged=judged)
-    assert doubt.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5) == [20, 21]  # ` ar` is typed: `)` doubted
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, EOS, 0], " ar", 0.5, specials=SPECIALS) == [
+        20,
+        21,
+    ]  # ` ar` is typed: `)` doubted
     assert judged == [[20, 21, 22]]  # up to EOS
     doubted = _asked(decode, [-9.0, -9.0])
-    assert doubt.cut_at_doubt(doubted, [20, 21], "", 0.5) == []  # the first token is doubted: no answer
-    assert doubt.cut_at_doubt(doubted, [20, 21], "", None) is None
+    assert (
+        doubt.cut_at_doubt(doubted, [20, 21], "", 0.5, specials=SPECIALS) == []
+    )  # the first token is doubted: no answer
+    assert doubt.cut_at_doubt(doubted, [20, 21], "", None, specials=SPECIALS) is None
     sure = _asked(decode, [0.0] * 3)
-    assert doubt.cut_at_doubt(sure, [20, 21, 22], "", 0.5) is None
+    assert doubt.cut_at_doubt(sure, [20, 21, 22], "", 0.5, specials=SPECIALS) is None
 
 
 def test_all_the_tokens_together_must_be_believed():
     decode = {20: "a", 21: "b", 22: "c", 23: "d"}
     asked = _asked(decode, [-0.2, -0.2, -0.2, -0.2])  # each p = 0.82, together 0.82 ** n
-    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.6) == [20, 21]  # 0.67, then 0.55
-    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.4) is None  # 0.45 > 0.4
-    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", None, joint=0.9) == []
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.6, specials=SPECIALS) == [
+        20,
+        21,
+    ]  # 0.67, then 0.55
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", 0.5, joint=0.4, specials=SPECIALS) is None  # 0.45 > 0.4
+    assert doubt.cut_at_doubt(asked, [20, 21, 22, 23], "", None, joint=0.9, specials=SPECIALS) == []
 
 
 def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
@@ -101,9 +111,9 @@ def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
     shown, what follows the doubted token is not."""
     decode = {20: " None", 21: ")", 22: ":"}
     asked = _asked(decode, [-1.2, -0.01, -0.01], prefix=[-0.05, -0.01, -0.01])
-    assert doubt.cut_at_doubt(asked, [20, 21, 22], "", 0.5) == [20]
-    assert doubt.cut_at_doubt(asked, [20], "", 0.5) is None  # alone, the start is the whole answer
-    assert doubt.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5) == []
+    assert doubt.cut_at_doubt(asked, [20, 21, 22], "", 0.5, specials=SPECIALS) == [20]
+    assert doubt.cut_at_doubt(asked, [20], "", 0.5, specials=SPECIALS) is None  # alone, the start is the whole answer
+    assert doubt.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5, specials=SPECIALS) == []
 
 
 @pytest.mark.parametrize(

@@ -51,12 +51,23 @@ def test_doctor_reports_grammars_and_model(tmp_path):
     for lang in ("python", "javascript", "typescript", "tsx", "go", "rust", "c", "cpp", "java", "lua"):
         assert f"  {lang}: ok" in res.stdout
     assert "loads ok" in res.stdout and "canvas 8" in res.stdout
-    assert "corpus memory: none" in res.stdout
+    assert "corpus memory: none" in res.stdout and "prompt format: diffill FIM" in res.stdout
     from diffill.model.corpus_memory import FILE_NAME
     from diffill.training.memory import save_memory
 
     save_memory(folder / FILE_NAME, [list(range(10, 30))] * 100)
     assert "corpus memory: 2,100 tokens" in run_cli("doctor", "--model", str(folder)).stdout
+
+
+def test_a_checkpoint_laid_out_like_googles_completes_and_says_its_prompt_format(gemma_checkpoint, tmp_path):
+    doctor = run_cli("doctor", "--model", str(gemma_checkpoint))
+    assert doctor.returncode == 0 and "loads ok" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert "prompt format: DiffusionGemma chat" in doctor.stdout
+    source = tmp_path / "t.py"
+    source.write_text("import os\n\n\ndef here():\n    return os.getc\n")
+    res = run_cli("complete", str(source), "5", "18", "--model", str(gemma_checkpoint), "--steps", "2")
+    answered = res.returncode == 0 and res.stdout.strip()
+    assert answered or (res.returncode == 1 and res.stderr == "(no completion)\n"), res.stderr  # never an error
 
 
 def test_doctor_reports_a_broken_model(tmp_path):
