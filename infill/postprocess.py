@@ -1,6 +1,7 @@
 """Turn a raw model completion into the edit the editor shows, by running the filters in order.
 
-Order matters: cut at the span first (later filters should not see text past the construct), drop repetition
+Order matters: take off a chat model's Markdown fence (its fence line would end a rest of line), cut at the span
+(later filters should not see text past the construct), drop repetition
 before re-indenting (cheaper, and it compares what the model wrote), normalise indentation before comparing with
 the document's next lines, judge the names it uses on what is left (and the names it defines again, or imports
 that the file never uses), close no bracket short nor one nothing opened, and check syntax last, on the final text
@@ -15,6 +16,7 @@ from diffill.infill.filters.balanced_brackets import keep_brackets_balanced
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.extra_closers import no_extra_closers
 from diffill.infill.filters.indentation import normalize_indentation
+from diffill.infill.filters.markdown_fence import strip_markdown_fence
 from diffill.infill.filters.names_in_scope import names_in_scope
 from diffill.infill.filters.redefinition import no_redefinition
 from diffill.infill.filters.repetition import drop_repetition
@@ -35,6 +37,7 @@ def judged_syntax_guard(candidate: Candidate) -> Candidate:
 
 
 FILTERS: tuple[Filter, ...] = (
+    strip_markdown_fence,
     stop_at_span,
     drop_repetition,
     normalize_indentation,

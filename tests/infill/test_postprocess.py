@@ -8,6 +8,7 @@ from diffill.infill.document import SyntaxDocument
 from diffill.infill.filters.balanced_brackets import keep_brackets_balanced
 from diffill.infill.filters.base import Candidate
 from diffill.infill.filters.indentation import normalize_indentation
+from diffill.infill.filters.markdown_fence import strip_markdown_fence
 from diffill.infill.filters.names_in_scope import names_in_scope
 from diffill.infill.filters.repetition import drop_repetition
 from diffill.infill.filters.stop_at_span import stop_at_span
@@ -64,10 +65,10 @@ def test_postprocess_golden(cursor_doc, language, src, raw, expected, expected_r
 
 
 def test_filter_order():
-    """The order the module docstring gives: the span first, repetition before indentation, indentation before the
-    comparison with the next lines, names on what is left, syntax last."""
+    """The order the module docstring gives: an answer's Markdown fence off, then the span, repetition before
+    indentation, indentation before the comparison with the next lines, names on what is left, syntax last."""
     at = {f: i for i, f in enumerate(FILTERS)}
-    assert at[stop_at_span] == 0 and at[judged_syntax_guard] == len(FILTERS) - 1
+    assert at[strip_markdown_fence] == 0 and at[stop_at_span] == 1 and at[judged_syntax_guard] == len(FILTERS) - 1
     assert at[drop_repetition] < at[normalize_indentation] < at[drop_suffix_overlap] < at[names_in_scope]
     assert at[names_in_scope] < at[keep_brackets_balanced]
 
