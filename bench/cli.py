@@ -98,6 +98,13 @@ def _bench_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_prompts(args: argparse.Namespace) -> int:
+    from diffill.bench.prompts import run_prompts
+
+    run_prompts(args.root, model=args.model, n=args.n, seed=args.seed)
+    return 0
+
+
 def _bench_edits(args: argparse.Namespace) -> int:
     from diffill.bench.edits import run_edits
 
@@ -282,6 +289,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     bu.add_argument("--runs", type=int, default=5)
     bu.add_argument("--settings", default="{}", help="initializationOptions as JSON")
     bu.set_defaults(func=_bench_startup)
+    bp = bench.add_parser("prompts", help="prompt tokens in the model's format, and what a keystroke re-encodes")
+    bp.add_argument("--root", required=True, action="append", help="folder of source files; repeat for several")
+    bp.add_argument("--model", default="", help="folder or hub id whose tokenizer is used (default: the embedded)")
+    bp.add_argument("--n", type=int, default=100)
+    bp.add_argument("--seed", type=int, default=0)
+    bp.set_defaults(func=_bench_prompts)
     be = bench.add_parser("edits", help="inline-edit acceptance on rename pairs drawn from real code")
     be.add_argument("--root", required=True)
     be.add_argument("--n", type=int, default=50)
