@@ -22,7 +22,6 @@ from diffill.infill.options import EngineOptions
 from diffill.infill.request import build_request
 from diffill.model import runtime
 from diffill.model.speculative import Speculator
-from diffill.model.tokenizer import EOS
 
 from .evaluate import draw_cases
 
@@ -49,7 +48,7 @@ def run(
         if siblings:
             engine.warm_sources(path)
         _, mix = engine.around(request, path, engine.options)
-        stops = engine.vocabulary.line_stops() if request.line else {EOS}
+        stops = request.stops
         asks.append((c.kind, request, mix, stops, canvas - 1 if request.line else 2 * canvas))
     rows, greedy = [], {}
     for mode in MODES:
