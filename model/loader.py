@@ -31,7 +31,7 @@ DECODER_PREFIX = "model.decoder."
 ENCODER_SCALAR = re.compile(r"^model\.encoder\.language_model\.layers\.(\d+)\.layer_scalar$")
 SKIPPED_PREFIXES = ("model.encoder.vision_tower.", "model.encoder.embed_vision.", "model.encoder.embed_audio.")
 TIED_KEYS = ("lm_head.weight",)
-HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model"]
+HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.jinja"]  # (chat_template.jinja: the chat format)
 
 
 def resolve_checkpoint(path_or_id: str | os.PathLike) -> Path:

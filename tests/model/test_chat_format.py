@@ -109,3 +109,24 @@ def test_folders_that_cannot_be_prompted_say_why(gemma_checkpoint, tmp_path):
     next(iter(sorted(partial.glob("model-*.safetensors")))).unlink()
     with pytest.raises(CheckpointError):
         runtime.load(str(partial), "cpu")
+
+
+def test_a_hub_download_fetches_every_file_the_chat_format_reads(gemma_checkpoint):
+    from fnmatch import fnmatch
+
+    from diffill.model.loader import HUB_PATTERNS
+
+    wanted = [p.name for p in gemma_checkpoint.iterdir()] + ["chat_template.jinja"]
+    assert all(any(fnmatch(name, pattern) for pattern in HUB_PATTERNS) for name in wanted), wanted
+
+
+def test_a_chat_template_file_beside_the_tokenizer_is_the_one_rendered(gemma_checkpoint, tmp_path):
+    folder = copy_of(gemma_checkpoint, tmp_path)
+    (folder / "chat_template.jinja").write_text(
+        "{{ bos_token }}{% for m in messages %}<|turn>user\n{{ m['content'] }}<turn|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|turn>model\n{% endif %}"
+    )
+    tokenizer = ChatTokenizer.from_folder(folder)
+    text = tokenizer.decode(tokenizer.chat_prompt("hello"))
+    ids = tokenizer.chat_prompt("hello")
+    assert ids[:2] == [2, 105] and ids[-1] == 101 and "hello" in text  # the empty thought channel added after it
