@@ -51,6 +51,7 @@ def _bench_gpu(args: argparse.Namespace) -> int:
         profile=args.profile,
         kernels=args.kernels,
         scheme=args.scheme,
+        prompt=args.prompt,
     )
 
 
@@ -237,7 +238,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print numbers").add_subparsers(dest="what", required=True)
     bm = bench.add_parser("model", help="ours vs transformers: one denoise step, prefill, one full canvas")
     bm.add_argument("--preset", default="moe16", choices=MODEL_SIZES, help="model shape (moe16: the shipped one)")
-    bm.add_argument("--prompt", type=int, default=512, help="prompt tokens (cached)")
+    bm.add_argument(
+        "--prompt", type=int, default=512, help="prompt tokens (cached; a model's own: `diffill bench prompts`)"
+    )
     bm.add_argument("--canvas", type=int, default=32, help="canvas length")
     bm.add_argument("--steps", type=int, default=8, help="denoising steps for the full-canvas timing")
     bm.add_argument("--reps", type=int, default=10)
@@ -249,6 +252,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
     bg.add_argument("--ref-layers", type=int, default=30, help="layers of transformers' bf16 reference step")
     bg.add_argument("--reps", type=int, default=10)
+    bg.add_argument(
+        "--prompt", type=int, default=None, help="prompt tokens (default 512; a model's own: `diffill bench prompts`)"
+    )
     bg.add_argument(
         "--scheme", default="int4", choices=["int4", "fp8"], help="weights: int4 Triton or fp8 grouped GEMM"
     )

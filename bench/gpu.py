@@ -96,14 +96,18 @@ def main(
     profile: str | None = None,
     kernels: str | None = None,
     scheme: str = "int4",
+    prompt: int | None = None,
 ) -> int:
-    """Entry point of `diffill bench gpu` (and bench/gpu.sh)."""
+    """Entry point of `diffill bench gpu` (and bench/gpu.sh). `prompt`: the prompt's tokens (default 512; the
+    lengths of a model's own prompts come from `diffill bench prompts`)."""
     if kernels:
         print(kernel_table(kernels, dry_run), end="")
         return 0
     if profile:
         print(profile_tables(profile, dry_run, **({"canvas": 32, "prompt": 16} if dry_run else {})))
         return 0
-    sizes = DRY_RUN_SIZES if dry_run else {}
+    sizes = dict(DRY_RUN_SIZES) if dry_run else {}
+    if prompt is not None:
+        sizes["prompt"] = prompt
     run(out, dry_run=dry_run, ref_layers=ref_layers, reps=reps, scheme=scheme, **sizes)
     return 0

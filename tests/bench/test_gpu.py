@@ -16,20 +16,23 @@ from diffill.lsp.cli import main as cli_main
 SIZES = gpu.DRY_RUN_SIZES  # canvas 32, prompt 16, steps (2, 3), 2 AR tokens
 
 
+PROMPT = 24  # tokens: not the dry run's default, so the flag is seen to reach the run
+
+
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
     """(results read back from the file, the lines printed) of one `diffill bench gpu --dry-run`."""
     out = tmp_path_factory.mktemp("gpu") / "gpu.json"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert cli_main(["bench", "gpu", "--dry-run", "--out", str(out), "--reps", "1"]) == 0
+        assert cli_main(["bench", "gpu", "--dry-run", "--out", str(out), "--reps", "1", "--prompt", str(PROMPT)]) == 0
     return json.loads(out.read_text()), printed.getvalue().splitlines(), out
 
 
 def test_dry_run_writes_every_figure(dry_run):
     res, _, _ = dry_run
     assert res["dry_run"] is True and res["scheme"] == "int4"
-    assert (res["canvas"], res["prompt"]) == (SIZES["canvas"], SIZES["prompt"])
+    assert (res["canvas"], res["prompt"]) == (SIZES["canvas"], PROMPT)  # the prompt a model's own (bench prompts)
     assert sorted(k for k in res if k.startswith("canvas_ms_")) == [f"canvas_ms_{n}_steps" for n in SIZES["steps"]]
     for key in ("copy_bandwidth_GBps", "weight_GB", "prefill_ms", "step_ms", "decoder_pass_ms", "commit_ms",
                 "roofline_step_ms", "ar_ms_per_token", "ar_tokens_per_s", "wall_s", "graphed_decoder_pass_ms",
@@ -53,7 +56,7 @@ def test_dry_run_figures_follow_from_each_other(dry_run):
     need = res["step_bytes"]
     assert need["logits"] == c * TINY["vocab_size"] * 4 * 3
     # prompt 16 under the 64-token window: layer 0 slides (2 KV heads of 32), layer 1 is full (1 of 64), bf16
-    assert need["kv"] == SIZES["prompt"] * (2 * 2 * 32 * 2 + 2 * 1 * 64 * 2)
+    assert need["kv"] == PROMPT * (2 * 2 * 32 * 2 + 2 * 1 * 64 * 2)
     assert need["total"] == pytest.approx(need["weights"] + need["logits"] + need["kv"])
     roofline_ms = need["total"] / (res["copy_bandwidth_GBps"] * 1e9) * 1e3
     assert res["roofline_step_ms"] == pytest.approx(roofline_ms)
@@ -99,6 +102,7 @@ def test_main_dispatches(monkeypatch, capsys):
     assert gpu.main(False, "o.json", profile="p.txt") == 0
     assert gpu.main(True, "o.json", ref_layers=4, reps=2) == 0
     assert gpu.main(False, "o.json", ref_layers=6, reps=3, scheme="fp8") == 0
+    assert gpu.main(False, "o.json", ref_layers=6, reps=3, prompt=490) == 0
     assert calls == [
         ("kernels", ("k.txt", True)),
         ("profile", ("p.txt", True), {"canvas": 32, "prompt": 16}),
@@ -106,6 +110,7 @@ def test_main_dispatches(monkeypatch, capsys):
         ("run", ("o.json",), {"dry_run": True, "ref_layers": 4, "reps": 2, "scheme": "int4", "canvas": 32,
                               "prompt": 16, "steps": (2, 3), "ar_tokens": 2}),
         ("run", ("o.json",), {"dry_run": False, "ref_layers": 6, "reps": 3, "scheme": "fp8"}),
+        ("run", ("o.json",), {"dry_run": False, "ref_layers": 6, "reps": 3, "scheme": "int4", "prompt": 490}),
     ]  # fmt: skip
     assert capsys.readouterr().out == "K\nP\nP\n"
 
