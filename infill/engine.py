@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from diffill.model.api import DiffusionModel
+from diffill.model.chat_tokenizer import ChatTokenizer
 from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
 from diffill.model.session import Prompter, Speculation
@@ -46,7 +47,7 @@ class CompletionEngine:
     def __init__(
         self,
         model: DiffusionModel,
-        tokenizer: CodeTokenizer,
+        tokenizer: CodeTokenizer | ChatTokenizer,
         options: EngineOptions | None = None,
         memory: CorpusMemory | None = None,
     ):

@@ -45,9 +45,9 @@ class ChatTokenizer:
         self._literal.encode_special_tokens = True
         added = tok.get_added_tokens_decoder()
         self.special_ids = frozenset(i for i, t in added.items() if t.special)
-        self._special_texts = [t.content for t in added.values() if t.special]
+        special_texts = {t.content for t in added.values() if t.special}
         for marker in (TURN_START, TURN_END):
-            if marker not in self._special_texts:
+            if marker not in special_texts:
                 raise ValueError(f"no {marker} special token: not a Gemma-style chat tokenizer")
         self.turn_end = tok.token_to_id(TURN_END)
         rendered = _render(template, _PLACEHOLDER, special_tokens)
@@ -56,6 +56,9 @@ class ChatTokenizer:
         self._head, self._tail = rendered.split(_PLACEHOLDER)
         if not self._tail.endswith(SKIP_THINKING):
             self._tail += SKIP_THINKING
+        self._head_ids = self._parsed.encode(self._head, add_special_tokens=False).ids
+        self._tail_ids = self._parsed.encode(self._tail, add_special_tokens=False).ids
+        self._template_specials = self._specials_in(self._head_ids) + self._specials_in(self._tail_ids)
 
     @classmethod
     def from_folder(cls, folder: Path) -> ChatTokenizer:
@@ -99,13 +102,13 @@ class ChatTokenizer:
         """The prompt ids of one user turn carrying `message` (trimmed, as the template trims it), then the
         generation prompt with thinking skipped: the answer is written after them."""
         message = message.strip()
-        if any(s in message for s in self._special_texts):  # keep a special token's spelling in code as text
-            return (
-                self._parsed.encode(self._head, add_special_tokens=False).ids
-                + self.encode(message)
-                + (self._parsed.encode(self._tail, add_special_tokens=False).ids)
-            )
-        return self._parsed.encode(self._head + message + self._tail, add_special_tokens=False).ids
+        ids = self._parsed.encode(self._head + message + self._tail, add_special_tokens=False).ids
+        if self._specials_in(ids) > self._template_specials:  # a special token's spelling in the code: keep it text
+            return self._head_ids + self.encode(message) + self._tail_ids
+        return ids
+
+    def _specials_in(self, ids: list[int]) -> int:
+        return sum(i in self.special_ids for i in ids)
 
 
 def _content(value: Any) -> str:

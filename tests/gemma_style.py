@@ -93,12 +93,9 @@ def gemma_tokenizer_json(vocab_size: int = 512) -> str:
 def build_gemma_style_checkpoint(out: Path, seed: int = 0, shards: bool = True) -> Path:
     """The folder (see the module docstring); returns it."""
     from transformers import DiffusionGemmaForBlockDiffusion
-    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-        DiffusionGemmaGenerationConfig,
-        EntropyBoundSamplerConfig,
-    )
 
     from diffill.bench.model import hf_config
+    from hf_oracle import reference_generation_config
 
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = gemma_tokenizer_json()
@@ -128,17 +125,7 @@ def build_gemma_style_checkpoint(out: Path, seed: int = 0, shards: bool = True) 
         for name, p in model.named_parameters():
             if "embed_tokens" in name:
                 p.normal_(0, 0.5)
-    model.generation_config = DiffusionGemmaGenerationConfig(
-        max_new_tokens=32,
-        max_denoising_steps=48,
-        sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
-        t_min=0.4,
-        t_max=0.8,
-        stability_threshold=1,
-        confidence_threshold=0.005,
-        eos_token_id=[1, TURN_END],
-        pad_token_id=0,
-    )
+    model.generation_config = reference_generation_config(32, eos=[1, TURN_END])
     model.save_pretrained(out, max_shard_size="200KB" if shards else "10GB")
     tokenizer_config = {
         "tokenizer_class": "GemmaTokenizer",

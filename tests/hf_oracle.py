@@ -47,10 +47,6 @@ CONFIGS = {
 def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
     """Saves a random tiny model (weights perturbed away from their ones/zeros init) with save_pretrained."""
     from transformers import DiffusionGemmaForBlockDiffusion
-    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-        DiffusionGemmaGenerationConfig,
-        EntropyBoundSamplerConfig,
-    )
 
     from diffill.bench.model import hf_config
 
@@ -70,7 +66,19 @@ def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
             layer.layer_scalar.fill_(0.8 + 0.4 * torch.rand(()).item())
         for layer in model.model.encoder.language_model.layers:
             layer.layer_scalar.fill_(0.8 + 0.4 * torch.rand(()).item())
-    model.generation_config = DiffusionGemmaGenerationConfig(
+    model.generation_config = reference_generation_config(canvas, eos=[1])
+    model.save_pretrained(out)
+    return model
+
+
+def reference_generation_config(canvas: int, eos: list[int]):
+    """The reference sampler's settings (48 steps, entropy bound 0.1, temperatures 0.8 -> 0.4) for one canvas."""
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+        DiffusionGemmaGenerationConfig,
+        EntropyBoundSamplerConfig,
+    )
+
+    return DiffusionGemmaGenerationConfig(
         max_new_tokens=canvas,
         max_denoising_steps=48,
         sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.1),
@@ -78,11 +86,9 @@ def build_hf_checkpoint(name: str, out: Path, seed: int = 0):
         t_max=0.8,
         stability_threshold=1,
         confidence_threshold=0.005,
-        eos_token_id=[1],
+        eos_token_id=eos,
         pad_token_id=0,
     )
-    model.save_pretrained(out)
-    return model
 
 
 def hf_generate(model, prompt: torch.Tensor, seed: int, **kw) -> list[int]:
