@@ -40,6 +40,23 @@ def _bench_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_cost(args: argparse.Namespace) -> int:
+    from . import cost
+
+    cost.run(
+        prompt=args.prompt,
+        follow_up=args.follow_up,
+        canvases=args.canvas,
+        steps=args.steps,
+        dtype=args.dtype,
+        scheme=args.scheme,
+        threads=args.threads,
+        reps=args.reps,
+        out_path=args.out,
+    )
+    return 0
+
+
 def _bench_gpu(args: argparse.Namespace) -> int:
     from . import gpu as bench_gpu
 
@@ -247,6 +264,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     bm.add_argument("--threads", type=int, default=None)
     bm.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     bm.set_defaults(func=_bench_model)
+    bk = bench.add_parser("cost", help="one completion with the real 26B-A4B shape here (random weights, scaled)")
+    bk.add_argument("--prompt", type=int, default=512, help="first prompt's tokens (`diffill bench prompts`)")
+    bk.add_argument("--follow-up", type=int, default=32, help="tokens a keystroke re-encodes (`bench prompts`)")
+    bk.add_argument("--canvas", type=int, nargs="+", default=[32, 256], help="canvas widths")
+    bk.add_argument("--steps", type=int, nargs="+", default=[4, 16], help="denoise steps per completion")
+    bk.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    bk.add_argument("--scheme", default=None, choices=["int8", "int4"], help="quantized weights (default: none)")
+    bk.add_argument("--threads", type=int, default=None)
+    bk.add_argument("--reps", type=int, default=3, help="timed runs per figure (the median; after one warm-up)")
+    bk.add_argument("--out", default=None, help="also write the figures as JSON here")
+    bk.set_defaults(func=_bench_cost)
     bg = bench.add_parser("gpu", help="26B-A4B on one GPU (random weights): step, canvas, roofline, AR, graphs, ref")
     bg.add_argument("--out", default="bench/results/gpu.json", help="results file (JSON)")
     bg.add_argument("--dry-run", action="store_true", help="tiny config on the CPU: checks the script, no GPU")
