@@ -107,10 +107,11 @@ def _canvases(a: Inputs) -> dict[str, float | int]:
 
 def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
     """The decoder's answer (out of time, None: the draft `init` as it stands) with the known tail pinned where it
-    did not end with it, cut at the decoder's own doubt."""
+    did not end with it (a block body's: the suffix's head after it), cut at the decoder's own doubt."""
     with a.cost.stage("denoise"):
         ids = draft.drafted(init, a.request.end) if ids is None else ids
         ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, a.options)
+        ids = draft.with_suffix_head(a.model, a.request, ids, a.canvas, a.options)
     return _cut(a, ids, "model", 0, encoder_judges=False)
 
 

@@ -47,6 +47,9 @@ class Request:
     prose: bool = False  # the cursor writes a comment or a string (spans.in_prose)
     # whether an offset of the text is inside a triple-quoted string, when a syntax tree can tell (spans.in_docstring)
     in_docstring: Callable[[int], bool] | None = None
+    # the line after a block body that its canvas pins after the answer ("\n" and the suffix's first non-blank
+    # line), or "" (a rest of line, a format that pins none: PromptFormat.pins_suffix_head)
+    suffix_head: str = ""
 
     @property
     def line(self) -> bool:
@@ -92,7 +95,20 @@ def build_request(
     docstring = (lambda at: in_docstring(doc, at)) if doc.tree is not None else None
     stops = vocabulary.line_stops()
     end, specials = vocabulary.format.end_id, vocabulary.specials
-    return Request(doc.text, offset, span, suffix_start, prompt, healed, stops, end, specials, held, prose, docstring)
+    head = suffix_head(doc.text, suffix_start) if span.kind != "line" and vocabulary.format.pins_suffix_head else ""
+    return Request(
+        doc.text, offset, span, suffix_start, prompt, healed, stops, end, specials, held, prose, docstring, head
+    )
+
+
+def suffix_head(text: str, suffix_start: int) -> str:
+    """ "\n" and the first non-blank line after the cursor's line, when the rest of the cursor's line is blank (else
+    the answer is inserted inside a line, and nothing is pinned): "" when there is none."""
+    first, *rest = text[suffix_start:].split("\n")
+    if first.strip():
+        return ""
+    line = next((line for line in rest if line.strip()), "")
+    return "\n" + line.rstrip() if line else ""
 
 
 def prompt_ids(

@@ -35,6 +35,9 @@ class PromptFormat(Protocol):
     # Whether the n-gram evidence of the code around is mixed into the model's probabilities: its weights were tuned
     # with diffill's tokenizer and models.
     ngram_mixing: bool
+    # Whether a block body's canvas pins the suffix's first line after the answer: an instruction model writes its
+    # answer apart from the code it was shown, and the pinned line tells its decoder where the body leads.
+    pins_suffix_head: bool
 
     def prompt(
         self,
@@ -53,6 +56,7 @@ class FimFormat:
     name: str = "diffill FIM"
     end_id: int = EOS
     ngram_mixing: bool = True
+    pins_suffix_head: bool = False  # the FIM canvas follows the prefix, with the suffix in the same prompt
 
     def prompt(
         self,
@@ -73,6 +77,7 @@ class ChatFormat:
     tokenizer: ChatTokenizer
     name: str = "DiffusionGemma chat (Gemma 4 template)"
     ngram_mixing: bool = False
+    pins_suffix_head: bool = True
 
     @property
     def end_id(self) -> int:

@@ -69,6 +69,27 @@ def with_known_tail(
     start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
     pins = {start + i: t for i, t in enumerate(tail_ids)}
     pins[start + len(tail_ids)] = request.end
-    floor = 0.0 if options.drafts.ar else options.rank.span_confidence  # (the encoder cuts its drafts)
-    pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=floor)
+    pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=_floor(options))
     return ids if pinned is None else pinned  # (None: out of time)
+
+
+def with_suffix_head(
+    model: PromptSession, request: Request, ids: list[int], canvas: int, options: EngineOptions
+) -> list[int]:
+    """A block body's answer denoised again with the suffix's head (Request.suffix_head) and the end id pinned where
+    the answer ended, so that the decoder writes the body knowing the line it leads to; the answer is what comes
+    before the pins. `ids` when there is no head, no answer, no room, or no time."""
+    if not request.suffix_head or not ids:
+        return ids
+    head = model.encode(request.suffix_head)
+    start = len(ids)
+    if start + len(head) + 1 > canvas:
+        return ids
+    pins = {start + i: t for i, t in enumerate(head)} | {start + len(head): request.end}
+    pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=_floor(options))
+    return ids if pinned is None else pinned[:start]
+
+
+def _floor(options: EngineOptions) -> float:
+    """Where a pinned denoising cuts its answer: at the decoder's doubt, unless the encoder cuts its drafts."""
+    return 0.0 if options.drafts.ar else options.rank.span_confidence

@@ -6,6 +6,8 @@ from gemma_style import CODE, TURN_END
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
+from diffill.infill.options import PromptOptions
+from diffill.infill.request import build_request
 from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
 from diffill.model.chat_tokenizer import ChatTokenizer
@@ -60,3 +62,11 @@ def test_keystrokes_reuse_the_prompt_cache(loaded):
         engine.complete(SyntaxDocument(text, "python"), len(text), key="typed")
         follow_ups.append(cache.encoded_tokens - before)
     assert first > 100 and max(follow_ups) <= 0.2 * first, (first, follow_ups)
+
+
+def test_a_block_body_pins_the_line_it_leads_to(loaded):
+    """The chat format pins the suffix's first line after a block body's answer (draft.with_suffix_head)."""
+    text = CODE.replace("        return json.load(fh)\n", "        \n")
+    offset = text.index("fh:\n") + 4 + 8
+    request = build_request(SyntaxDocument(text, "python"), offset, [], engine_for(loaded).vocabulary, PromptOptions())
+    assert not request.line and request.suffix_head == "\ndef save(path, data):"

@@ -5,7 +5,15 @@ import pytest
 from diffill.infill import tuning
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.options import PromptOptions
-from diffill.infill.request import _suffix_ids, build_request, healing, is_known_tail, prompt_ids, typed_word
+from diffill.infill.request import (
+    _suffix_ids,
+    build_request,
+    healing,
+    is_known_tail,
+    prompt_ids,
+    suffix_head,
+    typed_word,
+)
 
 PROMPT = PromptOptions()
 
@@ -25,6 +33,25 @@ PROMPT = PromptOptions()
 )
 def test_known_tail(tail, known):
     assert is_known_tail(tail) is known
+
+
+@pytest.mark.parametrize(
+    "text, head",
+    [
+        ("def f():\n    |\n\ndef g():\n    pass\n", "\ndef g():"),  # blank lines skipped, the line whole
+        ("if x:\n    |   \n    y = 1  \n", "\n    y = 1"),  # its indentation kept, trailing blanks off
+        ("def f():\n    |\n\n\n", ""),  # nothing after
+        ("call(|value)\nnext\n", ""),  # inside a line: the rest of the line is no head
+    ],
+)
+def test_suffix_head_is_the_first_non_blank_line_after_the_cursors_line(text, head):
+    assert suffix_head(text.replace("|", ""), text.index("|")) == head
+
+
+def test_a_fim_request_pins_no_suffix_head(engine):
+    text = "def f(x):\n    \n\ndef g():\n    pass\n"
+    request = build_request(SyntaxDocument(text, "python"), text.index("    \n") + 4, [], engine.vocabulary, PROMPT)
+    assert not request.line and request.suffix_head == ""
 
 
 def test_a_rest_of_line_request_heals_and_its_suffix_starts_at_the_line_end(engine):

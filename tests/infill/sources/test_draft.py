@@ -6,7 +6,9 @@ from tiny import random_net, tiny_config
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
 from diffill.infill.options import DraftOptions
-from diffill.infill.sources.draft import canvas_length
+from diffill.infill.request import Request
+from diffill.infill.sources.draft import canvas_length, with_suffix_head
+from diffill.infill.spans import Span
 from diffill.model.tokenizer import CodeTokenizer
 
 
@@ -69,3 +71,49 @@ def test_rest_of_line_drafts_keep_the_candidate_the_model_believes_most():
     text = "def f(x):\n    y = 1\n    \n"
     eng.complete(SyntaxDocument(text, "python"), text.index("    \n") + 4)
     assert asked[1:] == [1]  # greedy
+
+
+class PinnedDecoder:
+    """A session double: its tokens are characters; a denoising writes `body` and then holds the pins."""
+
+    def __init__(self, body: str, out_of_time: bool = False):
+        self.body, self.out_of_time, self.pins = body, out_of_time, []
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def denoise(self, canvas, steps, seed, *, pins=None, min_confidence=0.0, **_):
+        self.pins.append(pins)
+        if self.out_of_time:
+            return None
+        out = [ord(c) for c in self.body][: min(pins)] + [0] * canvas
+        for at, t in pins.items():
+            out[at] = t
+        return out[: out.index(END)]
+
+
+END = 1
+
+
+def block_request(head: str) -> Request:
+    span = Span("block", 0, 0, multiline=True, indent="", max_lines=8)
+    return Request("", 0, span, 0, [], "", frozenset({10, END}), END, frozenset({END}), suffix_head=head)
+
+
+def test_a_block_body_is_denoised_again_with_the_suffix_head_pinned_where_it_ended():
+    model = PinnedDecoder("x = 1\ny = 2")
+    first = [ord(c) for c in "x = 1\nz"]
+    got = with_suffix_head(model, block_request("\nreturn y"), first, 32, options())
+    (pins,) = model.pins
+    head = [ord(c) for c in "\nreturn y"]
+    assert pins == {len(first) + i: t for i, t in enumerate(head)} | {len(first) + len(head): END}
+    assert got == [ord(c) for c in "x = 1\ny"]  # the second answer up to the pins; the head is the buffer's
+
+
+def test_no_suffix_head_no_room_no_answer_or_no_time_keep_the_answer():
+    first = [ord(c) for c in "x = 1"]
+    for head, ids, canvas, late in [("", first, 32, False), ("\nreturn y", first, 12, False),
+                                    ("\nreturn y", [], 32, False), ("\nreturn y", first, 32, True)]:  # fmt: skip
+        model = PinnedDecoder("x = 2", out_of_time=late)
+        assert with_suffix_head(model, block_request(head), ids, canvas, options()) == ids
+        assert len(model.pins) == (1 if late else 0)
