@@ -18,7 +18,7 @@ from diffill.model.api import DiffusionModel
 from diffill.model.chat_tokenizer import ChatTokenizer
 from diffill.model.corpus_memory import CorpusMemory
 from diffill.model.ngram import NgramMixer
-from diffill.model.session import Prompter, Speculation
+from diffill.model.session import Speculation, prompter_for
 from diffill.model.tokenizer import CodeTokenizer
 
 from . import call_sites, edits, plans, tuning
@@ -56,7 +56,7 @@ class CompletionEngine:
         self.tokenizer = tokenizer
         self.vocabulary = Vocabulary(tokenizer)
         self.options = options or EngineOptions()  # replaced whole when settings change; read once a completion
-        self.prompter = Prompter(model)  # sessions on prompts, their caches kept across keystrokes
+        self.prompter = prompter_for(model)  # sessions on prompts, their caches kept across keystrokes
         self.prompt_context = PromptContext()
         self.folder = FolderFiles()
         self.evidence = NgramEvidence(tokenizer.encode, model.config.vocab_size)

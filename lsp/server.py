@@ -245,7 +245,8 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
         import gc
 
         s, proto = ls.session, ls.protocol
-        cache = s.engine.prompter.prompt_cache._entries if s.engine is not None else {}
+        kept = s.engine.prompter.prompt_cache if s.engine is not None else None  # (a served model keeps none)
+        cache = kept._entries if kept is not None else {}
         return {
             "gc_objects": len(gc.get_objects()),
             "documents": len(s.docs),

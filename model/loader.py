@@ -34,8 +34,9 @@ TIED_KEYS = ("lm_head.weight",)
 HUB_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.jinja"]  # (chat_template.jinja: the chat format)
 
 
-def resolve_checkpoint(path_or_id: str | os.PathLike) -> Path:
-    """A local folder as is; otherwise a hub id downloaded (or found) in the standard Hugging Face cache.
+def resolve_checkpoint(path_or_id: str | os.PathLike, patterns: list[str] | None = None) -> Path:
+    """A local folder as is; otherwise a hub id downloaded (or found) in the standard Hugging Face cache: the files
+    `patterns` match (default HUB_PATTERNS, weights included).
 
     Honours HF_HUB_OFFLINE: offline, only an already cached snapshot is used.
     """
@@ -52,7 +53,7 @@ def resolve_checkpoint(path_or_id: str | os.PathLike) -> Path:
         raise CheckpointError("huggingface_hub is needed to download models") from exc
     try:
         # snapshot_download shows a tqdm progress bar per file and reuses the local cache.
-        return Path(snapshot_download(repo_id=str(path_or_id), allow_patterns=HUB_PATTERNS))
+        return Path(snapshot_download(repo_id=str(path_or_id), allow_patterns=patterns or HUB_PATTERNS))
     except Exception as exc:
         offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
         hint = " (offline mode: it must already be in the Hugging Face cache)" if offline else ""

@@ -21,9 +21,11 @@ from .graphs import PassGraphs, graphable
 from .loader import CheckpointError, resolve_checkpoint
 from .prompt_cache import WORKING_ROOM
 from .quant_io import quantization_entry
+from .remote import RemoteModel, connect
 from .sampler import SamplerConfig
 from .static_cache import capacity_for
 from .tokenizer import CodeTokenizer
+from .vllm_server import Connection, is_server_url
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ def pick_quantization(
 
 @dataclass
 class LoadedModel:
-    model: DiffusionModel
+    model: DiffusionModel | RemoteModel
     tokenizer: CodeTokenizer | ChatTokenizer
     source: str  # "embedded" or the path / hub id
     device: str
@@ -116,10 +118,13 @@ def load(
     progress: Callable[[int, int], None] | None = None,
     quantization: str | None = None,
     dtype: str = "auto",
+    connection: Connection | None = None,
 ) -> LoadedModel:
-    """Loads the embedded model (source "") or a folder / hub id. The folder's tokenizer says how completions are
-    prompted (`load_tokenizer`): diffill's FIM sentinels or Gemma's chat template. `quantization`: see
-    DiffusionModel.from_pretrained."""
+    """Loads the embedded model (source "") or a folder / hub id, or connects to a server (a URL; `connection`:
+    how, else the URL alone). The folder's tokenizer says how completions are prompted (`load_tokenizer`):
+    diffill's FIM sentinels or Gemma's chat template. `quantization`: see DiffusionModel.from_pretrained."""
+    if is_server_url(source):
+        return _served(connection or Connection(source))
     dev = pick_device(device)
     if source.startswith(RANDOM_SOURCE):
         return _random_model(source, dev, threads, dtype)
@@ -144,6 +149,12 @@ def load(
     # The corpus memory is ids of diffill's own tokenizer: a checkpoint with another tokenizer has none to use.
     memory = _memory(folder / MEMORY_FILE, tokenizer.vocab_size) if isinstance(tokenizer, CodeTokenizer) else None
     return LoadedModel(model, tokenizer, source or "embedded", dev, memory)
+
+
+def _served(connection: Connection) -> LoadedModel:
+    """The model a server serves (model.remote), prompted by its own tokenizer."""
+    model, tokenizer = connect(connection, load_tokenizer)
+    return LoadedModel(model, tokenizer, connection.base, "server")
 
 
 def load_tokenizer(folder: Path) -> CodeTokenizer | ChatTokenizer:

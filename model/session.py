@@ -241,3 +241,9 @@ class Prompter:
     def forget(self, key: str) -> None:
         """Drops the cache kept under `key` (a closed document)."""
         self.prompt_cache.forget(key)
+
+
+def prompter_for(model):
+    """The sessions of `model`: a served model's own (model.remote), else a Prompter of local passes."""
+    own = getattr(model, "prompter", None)
+    return own() if own is not None else Prompter(model)

@@ -90,8 +90,9 @@ def gemma_tokenizer_json(vocab_size: int = 512) -> str:
     return json.dumps(spec)
 
 
-def build_gemma_style_checkpoint(out: Path, seed: int = 0, shards: bool = True) -> Path:
-    """The folder (see the module docstring); returns it."""
+def build_gemma_style_checkpoint(out: Path, seed: int = 0, shards: bool = True, **shape) -> Path:
+    """The folder (see the module docstring); returns it. `shape`: config fields other than the tiny defaults (a
+    server's attention may need wider heads)."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
     from diffill.bench.model import hf_config
@@ -101,24 +102,13 @@ def build_gemma_style_checkpoint(out: Path, seed: int = 0, shards: bool = True) 
     tokenizer = gemma_tokenizer_json()
     (out / "tokenizer.json").write_text(tokenizer)
     vocab = json.loads(tokenizer)["model"]["vocab"]
-    config = hf_config(
-        32,
-        vocab_size=len(vocab),
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        global_head_dim=32,
-        num_global_key_value_heads=1,
-        num_experts=4,
-        top_k_experts=2,
-        moe_intermediate_size=32,
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=4096,
-    )
+    tiny = dict(
+        vocab_size=len(vocab), hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1, num_experts=4,
+        top_k_experts=2, moe_intermediate_size=32, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"], max_position_embeddings=4096,
+    )  # fmt: skip
+    config = hf_config(32, **{**tiny, **shape})
     torch.manual_seed(seed)
     model = DiffusionGemmaForBlockDiffusion(config).eval()
     with torch.no_grad():

@@ -1,0 +1,199 @@
+"""A model a server runs (model.vllm_server), as the engine meets it: the session operations of model.session on
+the same ids, each denoising one request to the server.
+
+What a server does not offer is not asked of it: the card says the decoder writes (no encoder drafts, so no
+continuation scores), a session's beliefs of its own answer are the log-probabilities the server returned for
+its canvas, and a rename's slots score alike (every use is renamed). The tokenizer and the card come from the
+served model's files (a local folder of that name, or its tokenizer files from the hub), so prompts are built,
+healed and filtered here exactly as for a local model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from .card import ModelCard
+from .config import DiffusionGemmaConfig
+from .loader import CheckpointError, resolve_checkpoint
+from .session import Budget, DraftCounts, Healing, Tokenizer
+from .vllm_server import CanvasRequest, Connection, Late, ServerError, VllmServer
+
+SERVED_FILES = ["*.json", "tokenizer*", "*.model", "*.jinja"]  # a served model's files diffill reads (no weights)
+NETWORK_MS = 100.0  # what the network may add to the latency budget before an answer is dropped (a LAN, a region)
+MAX_STEPS = 48  # steps of a request that asks for "as many as fit": the reference sampler's maximum
+
+T = TypeVar("T")
+
+
+class RemoteModel:
+    """The served model: its name on the server, its config and card (from its files) and the connection."""
+
+    def __init__(
+        self, server: VllmServer, served: str, config: DiffusionGemmaConfig, card: ModelCard, token_ids: int
+    ) -> None:
+        self.server = server
+        self.served = served
+        self.config = config
+        self.token_ids = token_ids  # the tokenizer's ids (the config's vocabulary may be padded past them)
+        self.card = dataclasses.replace(card, draft="", speculative=False)  # the server's decoder writes
+        self.requests = 0  # completions sent: the engine's pass count for this model
+        self.eos_ids = set(card.sampler.eos_token_ids) if card.sampler is not None else set(config.eos_ids)
+
+    def warm_graphs(self, shapes) -> None:
+        """Nothing to capture here: the server runs the passes."""
+
+    def time_passes(self) -> float | None:
+        """No local passes to time (the deadline counts the request's time instead)."""
+        return None
+
+    def prompter(self) -> RemotePrompter:
+        return RemotePrompter(self)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class RemotePrompter:
+    """Sessions on the served model; the server keeps the prompt cache (vLLM's prefix caching)."""
+
+    prompt_cache = None
+
+    def __init__(self, model: RemoteModel) -> None:
+        self.model = model
+
+    @property
+    def passes(self) -> int:
+        return self.model.requests
+
+    @contextmanager
+    def session(self, key: str, prompt: list[int], **given) -> Iterator[RemoteSession]:
+        yield RemoteSession(self.model, prompt, **given)
+
+    def forget(self, key: str) -> None:
+        """Nothing kept here per document."""
+
+
+class RemoteSession:
+    """The served model bound to one prompt (model.session.PromptSession's operations; the module docstring says
+    which ones a server answers differently)."""
+
+    def __init__(
+        self,
+        model: RemoteModel,
+        prompt: list[int],
+        *,
+        healing: Healing | None = None,
+        budget: Budget | None = None,
+        cancel: Callable[[], bool] | None = None,
+        tokenizer: Tokenizer | None = None,
+        **_local_only,  # n-gram evidence, speculation, extensions: for a local encoder
+    ) -> None:
+        self.model = model
+        self.prompt = prompt
+        self.healing = healing or Healing()
+        self.budget = budget
+        self.cancel = cancel
+        self.tokenizer = tokenizer
+        self.counts = DraftCounts()
+        self._written: tuple[list[int], list[float]] = ([], [])  # the last canvas's answer and its log-probabilities
+        self.server_ms = 0.0  # the time its requests took (what the server and the network cost)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    def affords(self, passes: int) -> bool:
+        return self.budget is None or self.budget.affords(passes)
+
+    def draft(self, *args, **kwargs):
+        raise ServerError("a served model writes on its canvas only (no encoder drafts)")
+
+    def scores(self, *args, **kwargs):
+        raise ServerError("a served model scores no given continuations")
+
+    def beliefs(self, ids: list[int]) -> tuple[list[float], list[float]]:
+        """The log-probabilities the server gave the last canvas's tokens where `ids` are what it wrote (0.0, sure,
+        past that: the server judged nothing else)."""
+        written, logprobs = self._written
+        n = 0
+        while n < min(len(ids), len(written)) and ids[n] == written[n]:
+            n += 1
+        known = logprobs[:n] + [0.0] * (len(ids) - n)
+        return known, list(known)
+
+    def denoise(
+        self,
+        canvas: int,
+        steps: int,
+        seed: int,
+        *,
+        canvases: int = 1,
+        init: list[int] | None = None,
+        pins: dict[int, int] | None = None,
+        min_confidence: float = 0.0,
+    ) -> list[int] | None:
+        """One read-only canvas of `canvas` tokens from the server (a server writes one canvas a request:
+        `canvases` is not asked), its pins kept, cut before its first token under `min_confidence`, up to the
+        end id; None when it came later than the time left plus NETWORK_MS (dropped, not shown)."""
+        left = self.budget.left_ms() if self.budget is not None else math.inf
+        deadline = None if math.isinf(left) else time.perf_counter() + (max(0.0, left) + NETWORK_MS) / 1e3
+        request = CanvasRequest(self.prompt, canvas, steps or MAX_STEPS, init, pins)
+        m = self.model
+        m.requests += 1
+        try:
+            answer = m.server.canvas(m.served, request, m.token_ids, seed=seed, cancel=self.cancel, deadline=deadline)
+        except Late:
+            return None
+        self.server_ms += answer.server_ms
+        tokens, logprobs = answer.tokens, answer.logprobs
+        end = next((i for i, t in enumerate(tokens) if t in m.eos_ids), len(tokens))
+        if min_confidence > 0:
+            floor = math.log(min_confidence)
+            end = next((i for i in range(end) if logprobs[i] < floor and i not in (pins or {})), end)
+        tokens, logprobs = tokens[:end], logprobs[:end]
+        first = self.healing.first_ids
+        if first is not None and tokens and tokens[0] not in set(first):
+            tokens, logprobs = [], []  # the server cannot be held to the healed text: an answer that leaves it
+        self._written = (tokens, logprobs)
+        return tokens
+
+    def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:
+        """Every slot alike: a served model scores no given canvas, so a rename renames every use."""
+        return [0.0] * len(slots)
+
+
+def connect(connection: Connection, tokenizer_of: Callable[[Path], T]) -> tuple[RemoteModel, T]:
+    """The server's model (the first it serves) with its config and card from the served model's files, and its
+    tokenizer (`tokenizer_of` the folder of those files)."""
+    server = VllmServer(connection)
+    try:
+        served = server.models()
+        if not served:
+            raise ServerError(f"{connection.base} serves no model")
+        folder = served_files(served[0])
+        tokenizer = tokenizer_of(folder)
+        config = DiffusionGemmaConfig.from_file(folder / "config.json")
+        return RemoteModel(server, served[0], config, ModelCard.read(folder), tokenizer.vocab_size), tokenizer
+    except BaseException:
+        server.close()
+        raise
+
+
+def served_files(name: str) -> Path:
+    """The served model's own files: a folder of that name here (a server on this machine), else its tokenizer,
+    config and card from the hub (never the weights)."""
+    try:
+        folder = resolve_checkpoint(name, patterns=SERVED_FILES)
+    except CheckpointError as exc:
+        raise CheckpointError(f"the server's model {name!r}: {exc}") from exc
+    if not (folder / "config.json").exists():
+        raise CheckpointError(f"the server's model {name!r}: no config.json in {folder}")
+    return folder
