@@ -14,13 +14,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 
+from diffill.model.server_url import is_server_url
+
 from . import gc_pause
-from .settings import Settings
+from .failover import Failover
+from .settings import Settings, connection
 
 if TYPE_CHECKING:
     from pygls.progress import Progress
 
     from diffill.model.runtime import LoadedModel
+    from diffill.model.vllm_server import Connection
 
 log = logging.getLogger("diffill")
 
@@ -45,6 +49,7 @@ class Host(Protocol):
 
     settings: Settings
     engine: Any
+    failover: Failover | None
 
     def install(self, loaded: LoadedModel) -> None: ...
 
@@ -56,6 +61,7 @@ class ModelLoader:
         self.client = client
         self.host = host
         self.state = "not loaded"
+        self._ready = "not loaded"  # the state of the model that loaded last, for when its server is back
         self.error: str | None = None
         self._lock = threading.Lock()
         self.settled = threading.Event()  # set once a load has ended, ready or not (work that can wait waits on it)
@@ -85,13 +91,15 @@ class ModelLoader:
 
                 s = self.host.settings
                 quant = None if s.quantization == "none" else s.quantization  # "auto": model.runtime decides
-                loaded = runtime.load(s.model, s.device, s.threads, on_progress, quant, dtype=s.precision)
+                loaded = runtime.load(
+                    s.model, s.device, s.threads, on_progress, quant, dtype=s.precision, connection=connection(s)
+                )
                 self.host.install(loaded)
-                precision = str(loaded.model.net.dtype).removeprefix("torch.")
-                weights = f", {quant} weights" if quant else ""
-                self.state = f"ready ({loaded.source} on {loaded.device}, {precision}{weights})"
+                self.state = self._ready = _ready_state(loaded, quant)
                 self.error = None
                 log.info("model %s", self.state)
+                if self.host.failover is not None:  # a served model: the embedded one ready beside it
+                    self.host.failover.warm()
             except Exception as exc:  # the server stays up; the user sees why
                 self.error = _describe(exc)
                 log.exception("model load failed")
@@ -100,6 +108,8 @@ class ModelLoader:
                     self.state = "ready (previous model kept)"
                 elif self.host.settings.model:
                     self._fall_back()
+                    if is_server_url(self.host.settings.model):  # back to the server once it answers
+                        self._wait_for_server(connection(self.host.settings))
                 else:
                     self.state = "failed"
             finally:
@@ -121,6 +131,34 @@ class ModelLoader:
         except Exception:
             log.exception("embedded fallback failed")
             self.state = "failed"
+
+    def server_report(self, reason: str | None) -> None:
+        """What the editor's status says while a served model fails (lsp.failover), and when it answers again."""
+        if reason is not None:
+            self.state, self.error = "server down: the embedded model answers meanwhile", reason
+            self.client.show(f"{reason}; the embedded model answers meanwhile", types.MessageType.Warning)
+        else:
+            self.state, self.error = self._ready, None
+            self.client.show("the server answers again: completions come from it", types.MessageType.Info)
+
+    def _wait_for_server(self, conn: Connection) -> None:
+        """A server that could not be reached at load: probed with lsp.failover's backoff, loaded once it answers
+        (unless the settings name another model by then)."""
+
+        def probe() -> None:
+            from diffill.model.vllm_server import VllmServer
+
+            server = VllmServer(conn)
+            try:
+                server.models()
+            finally:
+                server.close()
+
+        def back() -> None:
+            if self.host.settings.model == conn.url:
+                self.start()
+
+        Failover(None, lambda: None, probe, lambda reason: reason is None and back()).failed("not reachable at load")
 
     def _progress_begin(self, token: str, title: str) -> threading.Event | None:
         """Asks the editor to make a progress `token` and begins it once the editor has: an event set when begun,
@@ -144,6 +182,15 @@ class ModelLoader:
             log.debug("progress not available", exc_info=True)
             return None
         return begun
+
+
+def _ready_state(loaded: LoadedModel, quant: str | None) -> str:
+    """What diffill/status says of a model that loaded."""
+    if loaded.device == "server":
+        return f"ready ({loaded.model.served} served by {loaded.source})"
+    precision = str(loaded.model.net.dtype).removeprefix("torch.")
+    weights = f", {quant} weights" if quant else ""
+    return f"ready ({loaded.source} on {loaded.device}, {precision}{weights})"
 
 
 def _describe(exc: BaseException) -> str:

@@ -30,6 +30,7 @@ from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
 from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state, release_freed_memory
+from .failover import Failover
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler
 from .settings import Settings, SettingsError, engine_options, parse_settings
@@ -53,6 +54,8 @@ class Session:
         self.scheduler = Scheduler()
         self.engine: CompletionEngine | None = None
         self.loaded: LoadedModel | None = None  # its card (draft, answer cut-off, context) shapes the engine
+        self.failover: Failover | None = None  # a served model's: the embedded model answers while the server fails
+        self._fallback_loaded: LoadedModel | None = None
         self.loader = ModelLoader(client, self)
         self.warm_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diffill-warm")  # see _warm_sources
         self.warming: set[str] = set()  # documents whose sources are being warmed (diffill/status)
@@ -90,6 +93,8 @@ class Session:
         self.settings = new
         if self.engine is not None:
             self.engine.options = self._engine_options()
+        if self.failover is not None and self.failover._fallback is not None:
+            self.failover._fallback.options = engine_options(self.settings, self._fallback_loaded)
         if reload and not initial:
             self.loader.start()
         return True
@@ -98,18 +103,37 @@ class Session:
         return engine_options(self.settings, self.loaded)
 
     def install(self, loaded: LoadedModel) -> None:
-        """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources."""
-        from diffill.infill.engine import CompletionEngine
-
+        """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources; a
+        served model with the embedded one beside it (lsp.failover)."""
         self.loaded = loaded
         self.context_enabled = loaded.card.trained_with_context
-        engine = CompletionEngine(loaded.model, loaded.tokenizer, self._engine_options(), loaded.memory)
+        engine = self._engine(loaded)
+        if self.failover is not None:
+            self.failover.close()
+        self.failover = None
+        if loaded.device == "server":
+            self.failover = Failover(
+                engine, self._embedded_engine, loaded.model.server.models, self.loader.server_report
+            )
+        self.engine = engine
+
+    def _engine(self, loaded: LoadedModel) -> CompletionEngine:
+        from diffill.infill.engine import CompletionEngine
+
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(self.settings, loaded), loaded.memory)
         engine.warm_up()  # the latency budget plans passes on what they cost here
         engine.workspace = self.workspace_index
         engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
         engine.recent = self.recent
         engine.open_documents = self._open_documents
-        self.engine = engine
+        return engine
+
+    def _embedded_engine(self) -> CompletionEngine:
+        """The embedded model on the CPU, for the time a server fails."""
+        from diffill.model import runtime
+
+        self._fallback_loaded = runtime.load("", "cpu", self.settings.threads, dtype=self.settings.precision)
+        return self._engine(self._fallback_loaded)
 
     def start_workspace_index(self, roots: list[str]) -> None:
         """Indexes the workspace folders in the background once the model has loaded, then keeps the index fresh
@@ -236,16 +260,14 @@ class Session:
             return state, Completion(start=offset, end=end, text=rest, kind="cached")
         token = self.scheduler.start(uri)
         version_at_start = state.version
-        engine = self.engine
+        engine, failover = self.engine, self.failover
         loop = asyncio.get_running_loop()
         started = time.perf_counter()  # the latency budget counts from here
         try:
             self.stats["model_calls"] += 1
             spent = Cost()
 
-            def work() -> Completion | None:
-                if token():  # superseded while it queued for the model thread: the other documents' turn
-                    raise Cancelled()
+            def ask(engine: CompletionEngine) -> Completion | None:
                 return engine.answer(
                     state.doc,
                     offset,
@@ -257,6 +279,11 @@ class Session:
                     cost=spent,
                     start=started,
                 )
+
+            def work() -> Completion | None:
+                if token():  # superseded while it queued for the model thread: the other documents' turn
+                    raise Cancelled()
+                return failover.answer(ask) if failover is not None else ask(engine)
 
             result = await loop.run_in_executor(self.scheduler.executor, work)
             self.cost.add(spent)

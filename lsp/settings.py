@@ -22,7 +22,7 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 
 @dataclass(frozen=True)
 class Settings:
-    model: str = ""  # "" = the embedded model; else a local folder or a Hugging Face hub id
+    model: str = ""  # "" = the embedded model; else a local folder, a Hugging Face hub id or a server URL
     device: str = "auto"
     quantization: str = "auto"  # the device's best fit (model.runtime.pick_quantization); "none" = as stored
     precision: str = "auto"  # activations/weights: auto = bf16 on GPUs, fp32 on CPUs
@@ -35,10 +35,17 @@ class Settings:
     threads: int | None = None  # None: automatic (1 for small models on few cores)
     min_confidence: float | None = None  # cut answers at the first token under this probability; None: the card's
     draft_candidates: int | None = None  # beam width of rest-of-line drafts (1: greedy, fastest); None: the card's
+    # A server `model` (http:// or https://): its API key (None: the DIFFILL_API_KEY environment variable; never
+    # logged), a CA file for its certificate, TLS verification (off only when asked), a request's time limit.
+    api_key: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    tls_verify: bool = True
+    request_timeout_ms: int = 10_000
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["languages"] = list(self.languages)
+        d["api_key"] = "(set)" if self.api_key else None  # shown to no one
         return d
 
 
@@ -48,7 +55,15 @@ UNSET = {
     "threads": "automatic",
     "min_confidence": "the model's own",
     "draft_candidates": "the model's own",
+    "api_key": "the DIFFILL_API_KEY environment variable",
+    "ca_file": "the system's certificates",
 }
+
+
+INTEGERS = (
+    "steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads", "draft_candidates",
+    "request_timeout_ms",
+)  # fmt: skip
 
 
 class SettingsError(ValueError):
@@ -62,7 +77,10 @@ def _snake(key: str) -> str:
 def _check(name: str, value: Any) -> tuple[Any, str | None]:
     """(converted value, error message or None) for one setting."""
     if name in ("model",):
-        return (value, None) if isinstance(value, str) else (value, "must be a string (path or hub id)")
+        return (value, None) if isinstance(value, str) else (value, "must be a string (path, hub id or server URL)")
+    if name in ("api_key", "ca_file"):
+        ok = value is None or isinstance(value, str)
+        return (value or None, None) if ok else (None, f"must be a string, or null for {UNSET[name]}")
     if name == "device":
         ok = isinstance(value, str) and (value in DEVICES or re.fullmatch(r"cuda:\d+", value))
         return value, None if ok else f"must be one of {', '.join(DEVICES)} or cuda:N"
@@ -72,7 +90,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
         return value, None if value in QUANTIZATION else f"must be one of {', '.join(QUANTIZATION)}"
     if value is None and name in UNSET:
         return None, None
-    if name in ("steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads", "draft_candidates"):
+    if name in INTEGERS:
         bounds = {
             "steps": (1, 128),
             "canvas_length": (1, 256),
@@ -80,6 +98,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
             "max_prompt_tokens": (16, 32_768),
             "threads": (1, 256),
             "draft_candidates": (1, 16),
+            "request_timeout_ms": (100, 600_000),
         }[name]
         unset = f", or null for {UNSET[name]}" if name in UNSET else ""
         if isinstance(value, bool) or not isinstance(value, int):
@@ -90,7 +109,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     if name == "min_confidence":
         ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
         return (float(value), None) if ok else (value, "must be a number in [0, 1], or null for the model's own")
-    if name == "enabled":
+    if name in ("enabled", "tls_verify"):
         return value, None if isinstance(value, bool) else "must be true or false"
     if name == "languages":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -146,3 +165,16 @@ def engine_options(settings: Settings, loaded: LoadedModel | None, **experiment:
     }
     user = {name: value for name, value in user.items() if value is not None}  # None: the card's
     return EngineOptions.from_card(loaded.card if loaded is not None else None, **(chosen | user | experiment))
+
+
+def connection(settings: Settings):
+    """How to reach a server `model` (model.vllm_server.Connection)."""
+    from diffill.model.vllm_server import Connection
+
+    return Connection(
+        settings.model,
+        api_key=settings.api_key,
+        ca_file=settings.ca_file,
+        verify=settings.tls_verify,
+        timeout_s=settings.request_timeout_ms / 1e3,
+    )

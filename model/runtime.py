@@ -23,9 +23,10 @@ from .prompt_cache import WORKING_ROOM
 from .quant_io import quantization_entry
 from .remote import RemoteModel, connect
 from .sampler import SamplerConfig
+from .server_url import is_server_url
 from .static_cache import capacity_for
 from .tokenizer import CodeTokenizer
-from .vllm_server import Connection, is_server_url
+from .vllm_server import Connection
 
 log = logging.getLogger(__name__)
 

@@ -26,15 +26,9 @@ import httpx
 
 from .cancel import Cancelled
 
-SERVER_SCHEMES = ("http://", "https://")
 API_KEY_ENV = "DIFFILL_API_KEY"  # the key when the settings give none (an environment is no settings file)
 POLL_S = 0.005  # how often a waiting completion looks at its cancel check and its deadline
 POOL = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=300.0)
-
-
-def is_server_url(model: str) -> bool:
-    """Whether the `model` setting names a server rather than a folder or a hub id."""
-    return model.strip().lower().startswith(SERVER_SCHEMES)
 
 
 class ServerError(RuntimeError):

@@ -47,6 +47,10 @@ export interface ServerSettings {
   threads?: number;
   minConfidence?: number;
   draftCandidates?: number;
+  apiKey?: string;
+  caFile?: string;
+  tlsVerify?: boolean;
+  requestTimeoutMs?: number;
 }
 
 function intIn(value: unknown, lo: number, hi: number): number | undefined {
@@ -102,6 +106,13 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   }
   const beams = intIn(cfg.get<number>('draftCandidates'), 0, 16);
   if (beams !== undefined && beams > 0) opts.draftCandidates = beams;
+  const apiKey = (cfg.get<string | null>('apiKey') ?? '').trim();
+  if (apiKey) opts.apiKey = apiKey;
+  const caFile = (cfg.get<string | null>('caFile') ?? '').trim();
+  if (caFile) opts.caFile = caFile;
+  if (cfg.get<boolean>('tlsVerify') === false) opts.tlsVerify = false;
+  const timeout = intIn(cfg.get<number | null>('requestTimeoutMs'), 100, 600000);
+  if (timeout !== undefined) opts.requestTimeoutMs = timeout;
   return opts;
 }
 

@@ -42,6 +42,18 @@ test('configured values are passed through in the server\'s camelCase keys', () 
   assert.equal(c.toInitializationOptions(stub({ minConfidence: null })).minConfidence, undefined);
 });
 
+test('a server model: its key, CA file, TLS verification off only when asked, and its timeout', () => {
+  const opts = c.toInitializationOptions(stub({
+    model: 'https://gpu.example:8000', apiKey: ' sk-1 ', caFile: '/etc/ca.pem', tlsVerify: false, requestTimeoutMs: 50,
+  }));
+  assert.deepEqual(opts, {
+    model: 'https://gpu.example:8000', device: 'auto', steps: 4, enabled: true, languages: [...c.LANGUAGES],
+    apiKey: 'sk-1', caFile: '/etc/ca.pem', tlsVerify: false, requestTimeoutMs: 100,
+  });
+  const plain = c.toInitializationOptions(stub({ apiKey: null, caFile: '', tlsVerify: true, requestTimeoutMs: null }));
+  assert.deepEqual(Object.keys(plain).sort(), ['device', 'enabled', 'languages', 'model', 'steps']);
+});
+
 test('out-of-range and invalid values are clamped or dropped (the server rejects unknown values)', () => {
   const opts = c.toInitializationOptions(stub({
     device: 'tpu', steps: 1000, canvasLength: -3, latencyBudgetMs: null, maxPromptTokens: 'x', threads: 0,
