@@ -178,6 +178,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "ready": s.engine is not None,
         "source": s.loaded.source if s.loaded is not None else None,
         "prompt_format": s.engine.vocabulary.format.name if s.engine is not None else None,
+        "answering": _answering(s),
         "settings": s.settings.as_dict(),
         "documents": len(s.docs),
         "in_flight": s.scheduler.in_flight(),
@@ -193,6 +194,9 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
             "lookups": s.cost.lookups,
             "looked_up": s.cost.looked_up,
             "ms": {stage: round(ms, 1) for stage, ms in s.cost.ms.items()},
+            # a served model's requests as diffill saw them (connection, server, transfer), summed
+            "server_ms": round(getattr(s.loaded.model, "server_ms", 0.0), 1) if s.loaded is not None else 0.0,
+            "server_requests": getattr(s.loaded.model, "requests", 0) if s.loaded is not None else 0,
         },
         "position_encoding": ls.encoding,
         "workspace": {
@@ -201,6 +205,15 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
             "context": s.context_enabled,
         },
     }
+
+
+def _answering(s) -> str | None:
+    """Which model writes the answers: "local", "server", or "embedded fallback" while a server fails."""
+    if s.engine is None:
+        return None
+    if s.failover is None:
+        return "local"
+    return "server" if s.failover.down is None else "embedded fallback"
 
 
 def run(tcp_port: int | None = None, early: EarlyStart | None = None) -> None:

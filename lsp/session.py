@@ -112,9 +112,7 @@ class Session:
             self.failover.close()
         self.failover = None
         if loaded.device == "server":
-            self.failover = Failover(
-                engine, self._embedded_engine, loaded.model.server.models, self.loader.server_report
-            )
+            self.failover = Failover(engine, self._embedded_engine, loaded.model.probe, self.loader.server_report)
         self.engine = engine
 
     def _engine(self, loaded: LoadedModel) -> CompletionEngine:

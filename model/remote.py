@@ -43,6 +43,7 @@ class RemoteModel:
         self.token_ids = token_ids  # the tokenizer's ids (the config's vocabulary may be padded past them)
         self.card = dataclasses.replace(card, draft="", speculative=False)  # the server's decoder writes
         self.requests = 0  # completions sent: the engine's pass count for this model
+        self.server_ms = 0.0  # their time as this client saw it (connection, server, transfer), summed
         self.eos_ids = set(card.sampler.eos_token_ids) if card.sampler is not None else set(config.eos_ids)
 
     def warm_graphs(self, shapes) -> None:
@@ -51,6 +52,12 @@ class RemoteModel:
     def time_passes(self) -> float | None:
         """No local passes to time (the deadline counts the request's time instead)."""
         return None
+
+    def probe(self) -> float:
+        """One tiny canvas (one token, one step): whether the server completes again after a failure (its model
+        list may answer while its engine does not); its milliseconds, or ServerError."""
+        bos = self.config.bos_token_id if self.config.bos_token_id is not None else 0
+        return self.server.canvas(self.served, CanvasRequest([bos], 1, 1), self.token_ids).server_ms
 
     def prompter(self) -> RemotePrompter:
         return RemotePrompter(self)
@@ -153,6 +160,7 @@ class RemoteSession:
         except Late:
             return None
         self.server_ms += answer.server_ms
+        m.server_ms += answer.server_ms
         tokens, logprobs = answer.tokens, answer.logprobs
         end = next((i for i, t in enumerate(tokens) if t in m.eos_ids), len(tokens))
         if min_confidence > 0:

@@ -151,7 +151,11 @@ class VllmServer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="diffill-server", daemon=True)
         self._thread.start()
         headers = {"Authorization": f"Bearer {connection.key()}"} if connection.key() else {}
-        self._client: httpx.AsyncClient = self._run(self._open(headers, transport), None, None)
+        try:
+            self._client: httpx.AsyncClient = self._run(self._open(headers, transport), None, None)
+        except BaseException:
+            self._stop()
+            raise
 
     async def _open(self, headers: dict[str, str], transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
         c = self.connection
@@ -225,6 +229,9 @@ class VllmServer:
             self._run(self._client.aclose(), None, time.perf_counter() + 2.0)
         except (Late, ServerError):
             pass
+        self._stop()
+
+    def _stop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=2.0)
         self._loop.close()

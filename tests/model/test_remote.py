@@ -1,0 +1,116 @@
+"""A served model as the engine meets it (model.remote): loaded from a server URL with the served model's own
+tokenizer and card, its canvas cut where it ends and where it doubts, its pins kept, the healed text held, a late
+answer dropped (a stand-in server: tests/vllm_stub.py)."""
+
+import math
+
+import pytest
+from gemma_style import TURN_END
+from vllm_stub import StubServer
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine
+from diffill.lsp.settings import Settings, engine_options
+from diffill.model import runtime
+from diffill.model.chat_tokenizer import ChatTokenizer
+from diffill.model.loader import CheckpointError
+from diffill.model.remote import RemoteSession
+from diffill.model.session import Healing
+from diffill.model.vllm_server import ServerError
+
+
+@pytest.fixture
+def served(gemma_checkpoint):
+    stub = StubServer(models=[str(gemma_checkpoint)])
+    loaded = runtime.load(stub.url)
+    yield stub, loaded
+    loaded.model.close()
+    stub.close()
+
+
+def answering(stub, tokens, logprobs=None):
+    """The stub writes `tokens` then pads, with `logprobs` (default -0.01 each)."""
+
+    def behave(body):
+        width = body["vllm_xargs"]["diffusion_canvas_length"]
+        ids = (tokens + [0] * width)[:width]
+        lps = ((logprobs or [-0.01] * len(tokens)) + [0.0] * width)[:width]
+        choice = {"token_ids": ids, "logprobs": {"token_logprobs": lps}, "text": "", "finish_reason": "length"}
+        return 200, {"choices": [choice]}, 0.0
+
+    stub.behave = behave
+
+
+def test_a_server_url_loads_the_served_models_tokenizer_and_a_card_whose_decoder_writes(served):
+    stub, loaded = served
+    assert loaded.device == "server" and isinstance(loaded.tokenizer, ChatTokenizer)
+    assert loaded.model.served == stub.models[0] and loaded.model.token_ids == loaded.tokenizer.vocab_size
+    assert loaded.card.draft == "" and not loaded.card.speculative  # no encoder drafts over the network
+    assert not engine_options(Settings(), loaded).drafts.ar
+
+
+def test_the_canvas_ends_at_the_end_id_and_where_the_server_doubts(served):
+    stub, loaded = served
+    ids = loaded.tokenizer.encode("x = 1")
+    answering(stub, ids + [TURN_END, 9, 9])
+    session = RemoteSession(loaded.model, [2, 3], tokenizer=loaded.tokenizer)
+    assert session.denoise(16, 4, 0) == ids
+    answering(stub, ids, [-0.01, math.log(0.2)] + [-0.01] * (len(ids) - 2))
+    assert session.denoise(16, 4, 0, min_confidence=0.5) == ids[:1]
+    logprobs, goes_on = session.beliefs(ids[:1] + [7])
+    assert logprobs[0] == pytest.approx(-0.01) and logprobs[1] == 0.0 and goes_on == logprobs
+
+
+def test_pins_come_back_as_pinned_and_the_request_carries_them(served):
+    stub, loaded = served
+    answering(stub, [40] * 6)
+    session = RemoteSession(loaded.model, [2, 3], tokenizer=loaded.tokenizer)
+    out = session.denoise(16, 4, 0, pins={3: 41, 4: TURN_END})
+    assert out == [40, 40, 40, 41]
+    assert stub.bodies[-1]["vllm_xargs"]["diffusion_pinned"] == [3, 4]
+
+
+def test_an_answer_that_leaves_the_healed_text_is_no_answer(served):
+    stub, loaded = served
+    answering(stub, [40, 41])
+    held = Healing(allowed=lambda written: [41, 42] if not written else None)
+    assert RemoteSession(loaded.model, [2], healing=held, tokenizer=loaded.tokenizer).denoise(8, 2, 0) == []
+
+
+def test_a_late_answer_is_dropped(served):
+    stub, loaded = served
+
+    class NoTime:
+        def left_ms(self):
+            return -1e9  # past the budget: only the network's allowance is left
+
+        def affords(self, passes):
+            return False
+
+    answering(stub, [40])
+    inner = stub.behave
+    stub.behave = lambda body: (*inner(body)[:2], 0.5)
+    assert RemoteSession(loaded.model, [2], budget=NoTime(), tokenizer=loaded.tokenizer).denoise(8, 2, 0) is None
+
+
+def test_the_engine_answers_through_the_server(served):
+    stub, loaded = served
+    answering(stub, loaded.tokenizer.encode("    return 1") + [TURN_END])  # the healed indentation first
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(Settings(), loaded))
+    engine.warm_up()
+    text = "def f():\n    "
+    got = engine.complete(SyntaxDocument(text, "python"), len(text), key="doc")
+    assert got is not None and got.text == "return 1"
+    assert stub.bodies and stub.bodies[-1]["prompt"][:1] == [2]  # Gemma's chat prompt, from <bos>
+
+
+def test_a_server_without_models_or_with_an_unknown_one_is_a_clear_error(tmp_path):
+    stub = StubServer(models=[])
+    try:
+        with pytest.raises(ServerError, match="serves no model"):
+            runtime.load(stub.url)
+        stub.models = [str(tmp_path / "nowhere")]
+        with pytest.raises(CheckpointError, match="the server's model"):
+            runtime.load(stub.url)
+    finally:
+        stub.close()
