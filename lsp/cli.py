@@ -96,12 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("file")
     cp.add_argument("line", type=int)
     cp.add_argument("col", type=int)
-    cp.add_argument("--model", default="", help="folder or hub id (default: the embedded model)")
+    cp.add_argument("--model", default="", help="folder, hub id or server URL (default: the embedded model)")
     cp.add_argument("--device", default="auto")
     cp.add_argument("--steps", type=int, default=None, help="denoising steps (default: the server's setting)")
     cp.set_defaults(func=_complete)
     dr = sub.add_parser("doctor", help="versions, device, model, memory, grammars")
-    dr.add_argument("--model", default="", help="also describe this model (folder or hub id)")
+    dr.add_argument(
+        "--model",
+        default="",
+        help="also describe this model (folder, hub id, or a server URL: checked with a test completion)",
+    )
     dr.set_defaults(func=_doctor)
 
     for command in entry_points(group="diffill.commands"):  # diffill.training and diffill.bench add theirs

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 
+from diffill.model.server_url import is_server_url
+
 
 def _ver(name: str) -> str:
     try:
@@ -53,6 +55,9 @@ def report(model: str = "") -> Iterator[str]:
     for name, status in check_all().items():
         yield f"  {name}: {'ok' if status is True else status}"
     yield f"embedded model: {'present' if runtime.embedded_available() else 'MISSING'} ({runtime.EMBEDDED_DIR})"
+    if is_server_url(model):
+        yield from _server(model)
+        return
     folder = yield from _footprint(model)
     if folder is not None and not any(folder.glob("*.safetensors")):
         yield f"model {model}: config only (no weights), not loaded"
@@ -71,6 +76,44 @@ def report(model: str = "") -> Iterator[str]:
         yield f"corpus memory: {memory}"
     except Exception as exc:
         yield f"model {model or 'embedded'}: FAILED to load: {exc}"
+
+
+def _server(url: str) -> Iterator[str]:
+    """A server `model`: reachable, which model, its files here, and a test canvas with every diffusion knob diffill
+    sends (a seed canvas, pins, steps, read-only) and its latency. The key comes from DIFFILL_API_KEY."""
+    import time
+
+    from diffill.model import runtime
+    from diffill.model.prompt_format import format_for
+    from diffill.model.vllm_server import CanvasRequest, Connection
+
+    t0 = time.perf_counter()
+    try:
+        loaded = runtime.load(url, connection=Connection(url))
+    except Exception as exc:
+        yield f"server {url}: FAILED: {exc}"
+        return
+    model = loaded.model
+    try:
+        yield f"server {loaded.source}: reachable, serves {model.served} ({(time.perf_counter() - t0) * 1e3:.0f} ms)"
+        cfg = model.config
+        yield f"  its files: vocab {cfg.vocab_size}, canvas {cfg.canvas_length}; prompt format: {format_for(loaded.tokenizer).name}"
+        prompt = loaded.tokenizer.encode("def add(a, b):\n    return")
+        width = min(16, cfg.canvas_length)
+        pins = {width - 2: min(model.eos_ids)}  # an answer's end, held
+        request = CanvasRequest(prompt, width, 4, seed_canvas=[prompt[-1]] * width, pins=pins)
+        times = []
+        for _ in range(3):  # the first may compile the shape on the server
+            answer = model.server.canvas(model.served, request, model.token_ids)
+            times.append(answer.server_ms)
+        yield (
+            f"  diffusion knobs accepted (canvas {width}, seed canvas, pins, 4 steps, read-only): test completion "
+            f"{times[0]:.0f} ms first, {min(times[1:]):.0f} ms after"
+        )
+    except Exception as exc:
+        yield f"  test completion FAILED: {exc}"
+    finally:
+        model.close()
 
 
 def _footprint(model: str) -> Iterator[str]:

@@ -110,3 +110,22 @@ def test_complete_says_what_is_wrong_without_a_traceback(tmp_path):
         res = run_cli("complete", *args)
         assert res.returncode == 2 and message in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
+
+
+def test_doctor_checks_a_server_url_with_a_test_completion(gemma_checkpoint):
+    from vllm_stub import StubServer
+
+    stub = StubServer(models=[str(gemma_checkpoint)])
+    try:
+        res = run_cli("doctor", "--model", stub.url)
+        assert f"server {stub.url}: reachable, serves {gemma_checkpoint}" in res.stdout, res.stdout + res.stderr
+        assert "diffusion knobs accepted" in res.stdout and "prompt format: DiffusionGemma chat" in res.stdout
+        sent = stub.bodies[-1]["vllm_xargs"]
+        assert {"diffusion_seed_canvas", "diffusion_pinned", "diffusion_read_only"} <= set(sent)
+        stub.behave = lambda body: (400, {"error": {"message": "diffusion_pinned needs a seed canvas"}}, 0.0)
+        res = run_cli("doctor", "--model", stub.url)
+        assert "test completion FAILED" in res.stdout and "needs a seed canvas" in res.stdout
+    finally:
+        stub.close()
+    res = run_cli("doctor", "--model", stub.url)  # nothing listens there now
+    assert f"server {stub.url}: FAILED: cannot reach" in res.stdout, res.stdout
