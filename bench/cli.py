@@ -131,24 +131,30 @@ def _bench_edits(args: argparse.Namespace) -> int:
 
 
 def _bench_lsp(args: argparse.Namespace) -> int:
-    import json
 
     from .lsp import run, run_typing
 
     if args.typing or args.big:
         big = int(args.big * 1e6)
-        run_typing(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings), big_chars=big)
+        run_typing(args.root, n=args.n, seed=args.seed, settings=_with_model(args), big_chars=big)
     else:
-        run(args.root, n=args.n, seed=args.seed, settings=json.loads(args.settings), dump=args.dump)
+        run(args.root, n=args.n, seed=args.seed, settings=_with_model(args), dump=args.dump)
     return 0
 
 
-def _bench_typing(args: argparse.Namespace) -> int:
+def _with_model(args: argparse.Namespace) -> dict:
+    """--settings with --model on top (a folder, hub id or server URL)."""
     import json
+
+    settings = json.loads(args.settings)
+    return settings | ({"model": args.model} if args.model else {})
+
+
+def _bench_typing(args: argparse.Namespace) -> int:
 
     from .typing import run
 
-    run(args.root, n=args.n, seed=args.seed, lines=args.lines, settings=json.loads(args.settings), dump=args.dump)
+    run(args.root, n=args.n, seed=args.seed, lines=args.lines, settings=_with_model(args), dump=args.dump)
     return 0
 
 
@@ -298,6 +304,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bl.add_argument("--n", type=int, default=100)
     bl.add_argument("--seed", type=int, default=0)
     bl.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bl.add_argument("--model", default="", help="the daemon's model (a server URL: its time and diffill's split)")
     bl.add_argument("--dump", default=None, help="write one JSON line per case (truth, answer) to this file")
     bl.add_argument("--typing", action="store_true", help="type lines char by char: first vs follow-up latency")
     bl.add_argument(
@@ -310,6 +317,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bt.add_argument("--lines", type=int, default=3, help="consecutive lines deleted and typed back per case")
     bt.add_argument("--seed", type=int, default=0)
     bt.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bt.add_argument("--model", default="", help="the daemon's model (folder, hub id or server URL)")
     bt.add_argument("--dump", default=None, help="one JSON line per case with the suggestions shown")
     bt.set_defaults(func=_bench_typing)
     bn = bench.add_parser("names", help="workspace names completed whole in a new file (star, module, from imports)")

@@ -80,6 +80,8 @@ async def _run(
     ready_ms = (time.perf_counter() - launched) * 1e3
     out(f"start-up: initialize answered {initialized_ms:.0f} ms after launch, model ready at {ready_ms:.0f} ms")
     latencies, exact, empty, wrong = [], 0, 0, 0
+    own: list[float] = []  # with a server model: each answer's latency less its server requests' time
+    served = await _server_ms(client)
     dumped: list[dict] = []
     for case in cases:
         # the file's own URI, as an editor sends it: the server then never copies from the file's saved version on
@@ -121,6 +123,9 @@ async def _run(
             )
         )
         latencies.append((time.perf_counter() - t0) * 1e3)
+        if served is not None:
+            before, served = served, await _server_ms(client)
+            own.append(latencies[-1] - (served - before))
         answer = res.items[0].insert_text if res and res.items else ""
         exact += answer.rstrip() == case.truth.rstrip()
         empty += not answer
@@ -145,8 +150,18 @@ async def _run(
         "initialize_ms": round(initialized_ms),
         "ready_ms": round(ready_ms),
     }
+    if own and getattr(status.cost, "server_requests", 0):
+        own.sort()
+        result["own_p50_ms"] = round(own[len(own) // 2], 1)
+        result["own_p95_ms"] = round(own[min(len(own) - 1, int(len(own) * 0.95))], 1)
+        result["server_ms_per_request"] = round(status.cost.server_ms / status.cost.server_requests, 1)
     cost = answer_cost(status)
-    out(f"root={root} cases={result['cases']} settings={json.dumps(settings)}")
+    out(f"root={root} cases={result['cases']} settings={json.dumps(shown_settings(settings))}")
+    if "own_p95_ms" in result:
+        out(
+            f"server: {result['server_ms_per_request']} ms a request ({status.cost.server_requests} requests); "
+            f"diffill's own time on top, per answer: p50 {result['own_p50_ms']} ms, p95 {result['own_p95_ms']} ms"
+        )
     out(
         f"latency p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms; exact {result['exact']:.3f}, "
         f"empty {result['empty']:.3f}, wrong of those shown {result['wrong_shown']:.3f}"
@@ -156,6 +171,19 @@ async def _run(
     if dump is not None:
         Path(dump).write_text("".join(json.dumps(d) + "\n" for d in dumped))
     return result
+
+
+async def _server_ms(client: LanguageClient) -> float | None:
+    """The time the daemon's requests to its server took so far (diffill/status), or None: no server model."""
+    status = await client.protocol.send_request_async("diffill/status", None)
+    if getattr(status, "answering", "local") == "local":
+        return None
+    return float(getattr(status.cost, "server_ms", 0.0) or 0.0)
+
+
+def shown_settings(settings: dict) -> dict:
+    """The settings as a report prints them: an API key is never shown."""
+    return {k: ("(set)" if k in ("apiKey", "api_key") else v) for k, v in settings.items()}
 
 
 def answer_cost(status) -> dict[str, float]:

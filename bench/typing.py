@@ -29,7 +29,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from diffill.bench.evaluate import source_texts
-from diffill.bench.lsp import initialize_params, position, wait_read
+from diffill.bench.lsp import initialize_params, position, shown_settings, wait_read
 from diffill.infill.languages import language_for
 
 MAX_FILE_CHARS = 300_000  # bigger files are left out of the cases (`diffill bench lsp --big` times those)
@@ -334,13 +334,26 @@ async def _run(
             dumped.append(
                 asdict(case) | {"before": case.before[-300:], "after": case.after[:300], "shown": shown} | keys
             )
+        status = await daemon.client.protocol.send_request_async("diffill/status", None)
     finally:
         await daemon.stop()
     result = {name: tally.summary() for name, tally in tallies.items()}
-    out(f"typing roots={' '.join(roots)} cases={len(cases)} lines={lines} seed={seed} settings={json.dumps(settings)}")
+    requests = getattr(status.cost, "server_requests", 0) or 0
+    if requests:  # a server model: its share of the keystrokes' time, the rest diffill's own
+        ours = tallies["diffill"].latencies_ms
+        server_ms = status.cost.server_ms / requests
+        result["server"] = {"requests": requests, "ms_per_request": round(server_ms, 1),
+                            "share_of_latency": round(status.cost.server_ms / max(1e-9, sum(ours)), 3)}  # fmt: skip
+    shown = json.dumps(shown_settings(settings))
+    out(f"typing roots={' '.join(roots)} cases={len(cases)} lines={lines} seed={seed} settings={shown}")
+    if "server" in result:
+        srv = result["server"]
+        out(f"server: {srv['requests']} requests, {srv['ms_per_request']} ms each, {srv['share_of_latency']:.0%} of "
+            "the keystrokes' time (the rest: diffill's own)")  # fmt: skip
     out("| suggester | keystrokes saved | wrong per 100 keystrokes | accepted | mean accepted chars | p50 / p95 ms |")
     out("|---|---|---|---|---|---|")
-    for name, s in result.items():
+    for name in tallies:
+        s = result[name]
         lat = f"{s['p50_ms']} / {s['p95_ms']}" if s["requests"] and name == "diffill" else "-"
         out(
             f"| {name} | {s['saved']:.3f} | {s['wrong_per_100']:.1f} | {s['accepted']} | "

@@ -155,12 +155,15 @@ class RemoteSession:
         request = CanvasRequest(self.prompt, canvas, steps or MAX_STEPS, init, pins)
         m = self.model
         m.requests += 1
+        t0 = time.perf_counter()
         try:
             answer = m.server.canvas(m.served, request, m.token_ids, seed=seed, cancel=self.cancel, deadline=deadline)
         except Late:
             return None
-        self.server_ms += answer.server_ms
-        m.server_ms += answer.server_ms
+        finally:  # a late or cancelled request's time is the server's too
+            spent = (time.perf_counter() - t0) * 1e3
+            self.server_ms += spent
+            m.server_ms += spent
         tokens, logprobs = answer.tokens, answer.logprobs
         end = next((i for i, t in enumerate(tokens) if t in m.eos_ids), len(tokens))
         if min_confidence > 0:
