@@ -157,7 +157,9 @@ async def test_stale_work_does_not_run_on_in_vllm(client: LanguageClient, vllm):
     results = await asyncio.gather(*pending, return_exceptions=True)
     assert results[-1] is not None and not isinstance(results[-1], BaseException), results[-1]
     await asyncio.sleep(1.0)  # a request vLLM still ran would have finished by now
-    assert vllm.finished() - before <= 4
+    ran = vllm.finished() - before
+    print(f"12 keystrokes 30 ms apart: {ran} requests ran to their end in vLLM")  # (docs/benchmarks.md)
+    assert ran <= 4
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -189,6 +191,9 @@ async def test_the_embedded_model_answers_while_the_server_is_gone_and_the_serve
     while time.perf_counter() - answered_at < 30 and (await get_status(client))["answering"] != "server":
         await asyncio.sleep(0.1)
     back_s = time.perf_counter() - answered_at
+    print(
+        f"server killed: the embedded model answered in {fallback_s:.2f} s; back to the server {back_s:.2f} s after it answered"
+    )
     status = await get_status(client)
     assert status["answering"] == "server" and status["error"] is None, status
     assert back_s < 10.0, back_s
