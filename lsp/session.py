@@ -43,6 +43,10 @@ if TYPE_CHECKING:  # (imported where used: the engine pulls in torch, which load
 log = logging.getLogger("diffill")
 
 
+# The settings a change of which loads the model again (a server's connection among them).
+RELOAD_ON = ("model", "device", "precision", "quantization", "api_key", "ca_file", "tls_verify", "request_timeout_ms")
+
+
 class Session:
     """What one server keeps between messages; the handlers (server.py) only convert to and from the protocol."""
 
@@ -83,13 +87,7 @@ class Session:
         except SettingsError as exc:
             self.client.show(f"{exc} (previous settings kept)")
             return False
-        reload = (
-            new.model != self.settings.model
-            or new.device != self.settings.device
-            or new.precision != self.settings.precision
-            or new.quantization != self.settings.quantization
-            or initial
-        )
+        reload = initial or any(getattr(new, name) != getattr(self.settings, name) for name in RELOAD_ON)
         self.settings = new
         if self.engine is not None:
             self.engine.options = self._engine_options()
@@ -105,7 +103,7 @@ class Session:
     def install(self, loaded: LoadedModel) -> None:
         """Serves completions with a model just loaded (ModelLoader), wired to the session's context sources; a
         served model with the embedded one beside it (lsp.failover)."""
-        self.loaded = loaded
+        previous, self.loaded = self.loaded, loaded
         self.context_enabled = loaded.card.trained_with_context
         engine = self._engine(loaded)
         if self.failover is not None:
@@ -114,6 +112,8 @@ class Session:
         if loaded.device == "server":
             self.failover = Failover(engine, self._embedded_engine, loaded.model.probe, self.loader.server_report)
         self.engine = engine
+        if previous is not None and previous.device == "server":  # its connections and their thread
+            best_effort(previous.model.close)
 
     def _engine(self, loaded: LoadedModel) -> CompletionEngine:
         from diffill.infill.engine import CompletionEngine

@@ -40,6 +40,7 @@ class Client:
 class Host:
     def __init__(self, settings: Settings, engine=None):
         self.settings, self.engine, self.installed = settings, engine, []
+        self.failover = None
 
     def install(self, loaded):
         self.installed.append(loaded.source)
@@ -177,3 +178,33 @@ def test_an_editor_that_never_makes_the_token_gets_no_progress_and_the_load_does
     loader.load()
     assert loader.state.startswith("ready") and loader.settled.is_set()
     assert client.sent == ["create"]  # neither a begin nor an end for a token the editor never made
+
+
+def test_a_server_not_reachable_at_load_is_waited_for_and_loaded_once_it_answers(monkeypatch):
+    import time
+
+    from vllm_stub import StubServer
+
+    from diffill.model import runtime
+
+    stub = StubServer()
+    try:
+        reachable = []
+
+        def load(source, device, *args, **kwargs):
+            if source == stub.url and not reachable:
+                raise ConnectionError(f"cannot reach {stub.url}")
+            net = SimpleNamespace(dtype="torch.float32")
+            return SimpleNamespace(source=source or "embedded", device=device, model=SimpleNamespace(net=net))
+
+        monkeypatch.setattr(runtime, "load", load)
+        loader, client, host = _load(parse_settings({"model": stub.url}))
+        assert loader.state == "ready (embedded fallback)" and host.installed == ["embedded"]
+        assert stub.url in client.shown[0][1]
+        reachable.append(True)  # (the stand-in answered its model list all along: the probe finds it)
+        deadline = time.monotonic() + 10
+        while host.installed[-1] != stub.url and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert host.installed == ["embedded", stub.url]
+    finally:
+        stub.close()

@@ -62,12 +62,22 @@ def test_user_settings_override_the_models_card():
         ({"draftCandidates": 2.5}, "draftCandidates"),
         ({"minConfidence": "high"}, "minConfidence"),
         ({"wat": 1}, "wat: unknown setting"),
+        ({"requestTimeoutMs": 50}, "requestTimeoutMs"),
+        ({"tlsVerify": "no"}, "tlsVerify"),
+        ({"apiKey": 3}, "apiKey"),
         ([1, 2], "must be an object"),
     ],
 )
 def test_invalid_settings_are_named(raw, fragment):
     with pytest.raises(SettingsError, match=fragment):
         parse_settings(raw)
+
+
+def test_a_servers_settings_and_its_key_kept_out_of_sight():
+    s = parse_settings({"model": "https://gpu:8000", "apiKey": "sk-secret", "caFile": "~/ca.pem", "tlsVerify": False})
+    assert s.api_key == "sk-secret" and s.ca_file == "~/ca.pem" and not s.tls_verify
+    assert s.as_dict()["api_key"] == "(set)" and "sk-secret" not in repr(s)
+    assert parse_settings({"apiKey": ""}).api_key is None  # empty: not set (the environment's key then)
 
 
 def test_invalid_settings_keep_nothing_partial():
