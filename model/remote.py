@@ -120,11 +120,11 @@ class RemoteSession:
     def affords(self, passes: int) -> bool:
         return self.budget is None or self.budget.affords(passes)
 
-    def draft(self, *args, **kwargs):
-        raise ServerError("a served model writes on its canvas only (no encoder drafts)")
+    def draft(self, *args, **kwargs):  # (not a ServerError: nothing is wrong with the server)
+        raise NotImplementedError("a served model writes on its canvas only (no encoder drafts)")
 
     def scores(self, *args, **kwargs):
-        raise ServerError("a served model scores no given continuations")
+        raise NotImplementedError("a served model scores no given continuations")
 
     def beliefs(self, ids: list[int]) -> tuple[list[float], list[float]]:
         """The log-probabilities the server gave the last canvas's tokens where `ids` are what it wrote (0.0, sure,
