@@ -32,7 +32,7 @@ shims() {
   : > "$SITE/torchvision-0.0.0.dist-info/RECORD"
 }
 shims
-if ! ready; then  # a partial install (a download cut short): once more from scratch
+if ! ready; then  # a partial install (seen on clean CI runs: apache-tvm-ffi's native core missing): once more
   echo "vllm_env.sh: vLLM's DiffusionGemma does not import in $VENV; installing again" >&2
   install
   shims
