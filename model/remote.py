@@ -11,6 +11,7 @@ healed and filtered here exactly as for a local model.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ NETWORK_MS = 100.0  # what the network may add to the latency budget before an a
 MAX_STEPS = 48  # steps of a request that asks for "as many as fit": the reference sampler's maximum
 
 T = TypeVar("T")
+log = logging.getLogger("diffill")
 
 
 class RemoteModel:
@@ -45,9 +47,23 @@ class RemoteModel:
         self.requests = 0  # completions sent: the engine's pass count for this model
         self.server_ms = 0.0  # their time as this client saw it (connection, server, transfer), summed
         self.eos_ids = set(card.sampler.eos_token_ids) if card.sampler is not None else set(config.eos_ids)
+        self._bos = config.bos_token_id if config.bos_token_id is not None else 0  # a prompt any server takes
 
-    def warm_graphs(self, shapes) -> None:
-        """Nothing to capture here: the server runs the passes."""
+    def warm_graphs(self, canvas_lengths) -> int:
+        """Before the first completion, one pinned canvas of each length the completions ask for (and the probe's
+        one token): a server may build each request shape once (vLLM's CPU build compiles it, 1-8 s), which the
+        user's first keystrokes then do not wait for. Returns how many shapes answered; a failure is logged (the
+        first completion then reports it)."""
+        bos, warmed = self._bos, 0
+        for width in sorted({1, *canvas_lengths}):
+            pins = {0: bos} if width > 1 else None
+            try:
+                self.server.canvas(self.served, CanvasRequest([bos], width, 1, pins=pins), self.token_ids)
+                warmed += 1
+            except ServerError as exc:
+                log.warning("warming the server's canvas of %d tokens: %s", width, exc)
+                break
+        return warmed
 
     def time_passes(self) -> float | None:
         """No local passes to time (the deadline counts the request's time instead)."""
@@ -56,8 +72,7 @@ class RemoteModel:
     def probe(self) -> float:
         """One tiny canvas (one token, one step): whether the server completes again after a failure (its model
         list may answer while its engine does not); its milliseconds, or ServerError."""
-        bos = self.config.bos_token_id if self.config.bos_token_id is not None else 0
-        return self.server.canvas(self.served, CanvasRequest([bos], 1, 1), self.token_ids).server_ms
+        return self.server.canvas(self.served, CanvasRequest([self._bos], 1, 1), self.token_ids).server_ms
 
     def prompter(self) -> RemotePrompter:
         return RemotePrompter(self)

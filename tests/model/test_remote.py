@@ -114,3 +114,12 @@ def test_a_server_without_models_or_with_an_unknown_one_is_a_clear_error(tmp_pat
             runtime.load(stub.url)
     finally:
         stub.close()
+
+
+def test_warming_asks_the_server_for_each_canvas_shape_once_and_survives_a_failure(served):
+    stub, loaded = served
+    before = len(stub.bodies)
+    assert loaded.model.warm_graphs((32, 16, 16)) == 3
+    assert [b["vllm_xargs"]["diffusion_canvas_length"] for b in stub.bodies[before:]] == [1, 16, 32]
+    stub.behave = lambda body: (503, {"error": {"message": "loading"}}, 0.0)
+    assert loaded.model.warm_graphs((32,)) == 0  # logged; the first completion reports the server's state
