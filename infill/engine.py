@@ -166,10 +166,16 @@ class CompletionEngine:
         return known_names(request.text, request.offset, request.healed, self.workspace, path, o.names.symbol_prior)
 
     def around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
-        """The texts copies come from and the n-gram evidence, for answers drafted by the encoder (the others have
-        neither). The files around are read only when copies could match here or the evidence learns from them."""
+        """The texts copies come from and the n-gram evidence, for answers drafted by the encoder; a decoder-only
+        model's rest of line gets the texts alone (a copy seeds its canvas: draft.copy_seed). The files around are
+        read only when copies could match here or the evidence learns from them."""
         if not o.drafts.ar:
-            return [], None
+            if not request.line or o.copies.copy_prior is None:
+                return [], None
+            if not line_search.could_match(request.text, request.offset, request.span.kind):
+                return [], None
+            around = self._neighbours(path)
+            return around.texts(), None
         kind = request.span.kind
         with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
         around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None

@@ -5,7 +5,8 @@
   likely; the answer is cut at the model's doubt, to a whole known name.
 - `lines` (the encoder drafts, a block body or a few lines): a copied next line, else the encoder's draft seeds
   a canvas the decoder denoises; the known tail is pinned where it ended its line.
-- `canvas` (a model whose card asks for no encoder drafts): the decoder writes the span from noise.
+- `canvas` (a model whose card asks for no encoder drafts, a served model): the decoder writes the span from
+  noise, or for a rest of line from a copy of the line the code around continues the same way.
 
 Every plan's answer then goes through the same filters (infill.postprocess). Where the engine answers with an
 edit instead (a rename in progress, a signature being changed), `CompletionEngine.answer` says first.
@@ -86,9 +87,12 @@ def lines(a: Inputs) -> Answer:
 
 
 def canvas(a: Inputs) -> Answer:
-    """The span written by the decoder from noise (see the module docstring)."""
+    """The span written by the decoder from noise, or from the rest of a line the code around starts the same way
+    (see the module docstring). Out of time, nothing: a copy is shown only as the decoder wrote it."""
+    with a.cost.stage("copies"):
+        seed = draft.copy_seed(a.model, a.request, a.others, a.canvas, a.options.copies)
     with a.cost.stage("denoise"):
-        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, **_canvases(a))
+        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, init=seed, **_canvases(a))
     return _written(a, ids, [])
 
 

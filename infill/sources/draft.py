@@ -7,14 +7,16 @@ a known name may start its word (infill.sources.names); other spans take the gre
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from diffill.model.fim import build_canvas
 from diffill.model.session import PromptSession
 
 from .. import tuning
-from ..options import DraftOptions, EngineOptions
+from ..options import CopyOptions, DraftOptions, EngineOptions
 from ..request import Request
+from .line_search import line_copies
 from .names import KnownNames, preferred_name
 
 
@@ -48,6 +50,21 @@ def draft(model: PromptSession, request: Request, canvas: int, beam: int, names:
     while ids and ids[-1] in stop:
         ids.pop()
     return Draft(build_canvas(ids, canvas, request.end), score)
+
+
+def copy_seed(
+    model: PromptSession, request: Request, others: Sequence[str], canvas: int, options: CopyOptions
+) -> list[int] | None:
+    """A rest of line's canvas seeded with the line the document or the code around (`others`) continues the same
+    way (the best evidence of infill.sources.line_search; the healed text first), for a decoder that has no
+    encoder draft to start from; None when copies are off or there is none."""
+    if not request.line or options.copy_prior is None:
+        return None
+    found = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
+    if not found:
+        return None
+    ids = model.encode(request.healed + found[0].rest)
+    return build_canvas(ids, canvas, request.end) if ids else None  # (longer than the canvas: its start)
 
 
 def drafted(canvas: list[int], end: int) -> list[int]:

@@ -123,3 +123,13 @@ def test_warming_asks_the_server_for_each_canvas_shape_once_and_survives_a_failu
     assert [b["vllm_xargs"]["diffusion_canvas_length"] for b in stub.bodies[before:]] == [1, 16, 32]
     stub.behave = lambda body: (503, {"error": {"message": "loading"}}, 0.0)
     assert loaded.model.warm_graphs((32,)) == 0  # logged; the first completion reports the server's state
+
+
+def test_a_line_the_code_around_continues_the_same_way_seeds_the_servers_canvas(served):
+    stub, loaded = served
+    engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(Settings(), loaded))
+    text = "total = f(a, b)\nprint(total)\ntotal = f"
+    engine.complete(SyntaxDocument(text, "python"), len(text), key="copy")
+    sent = stub.bodies[-1]["vllm_xargs"]
+    seed = loaded.tokenizer.decode(sent["diffusion_seed_canvas"])
+    assert seed.startswith("f(a, b)"), seed  # the healed word, then the copy

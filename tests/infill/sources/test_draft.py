@@ -117,3 +117,17 @@ def test_no_suffix_head_no_room_no_answer_or_no_time_keep_the_answer():
         model = PinnedDecoder("x = 2", out_of_time=late)
         assert with_suffix_head(model, block_request(head), ids, canvas, options()) == ids
         assert len(model.pins) == (1 if late else 0)
+
+
+def test_a_copy_seeds_a_rest_of_line_canvas_only_where_copies_are_on():
+    from diffill.infill.options import CopyOptions
+    from diffill.infill.sources.draft import copy_seed
+
+    text = "total = f(a)\nprint(total)\ntotal = f"
+    span = Span("line", len(text), len(text), multiline=False, indent="", max_lines=1)
+    request = Request(text, len(text), span, len(text), [], "f", frozenset({10, END}), END, frozenset({END}))
+    model = PinnedDecoder("")
+    seeded = copy_seed(model, request, [], 12, CopyOptions(copy_prior=1.0))
+    assert seeded[:5] == [ord(c) for c in "f(a)"] + [END] and len(seeded) == 12
+    assert copy_seed(model, request, [], 12, CopyOptions(copy_prior=None)) is None
+    assert copy_seed(model, block_request(""), [], 12, CopyOptions(copy_prior=1.0)) is None
