@@ -86,20 +86,27 @@ class Failover:
         threading.Thread(target=self._wait_for_server, name="diffill-probe", daemon=True).start()
 
     def _wait_for_server(self) -> None:
-        for attempt in range(10**9):
-            if self._stop.wait(self._backoff[min(attempt, len(self._backoff) - 1)]):
-                return
-            try:
-                self._probe()
-            except Exception as exc:
-                log.debug("server still down: %s", exc)
-                continue
+        if wait_for(self._probe, self._stop, self._backoff):
             with self._lock:
                 self.down = None
             log.info("server back: it answers again")
             self._report(None)
-            return
 
     def close(self) -> None:
         """Stops the probe (a new model replaces this one)."""
         self._stop.set()
+
+
+def wait_for(probe: Callable[[], object], stop: threading.Event, backoff: tuple[float, ...] = BACKOFF_S) -> bool:
+    """Calls `probe` after each pause of `backoff` (its last repeating) until it returns without raising: True; or
+    False once `stop` is set."""
+    for attempt in range(10**9):
+        if stop.wait(backoff[min(attempt, len(backoff) - 1)]):
+            return False
+        try:
+            probe()
+        except Exception as exc:
+            log.debug("server still down: %s", exc)
+            continue
+        return True
+    return False

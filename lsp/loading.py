@@ -17,7 +17,7 @@ from lsprotocol import types
 from diffill.model.server_url import is_server_url
 
 from . import gc_pause
-from .failover import Failover
+from .failover import Failover, wait_for
 from .settings import Settings, connection
 
 if TYPE_CHECKING:
@@ -142,23 +142,24 @@ class ModelLoader:
             self.client.show("the server answers again: completions come from it", types.MessageType.Info)
 
     def _wait_for_server(self, conn: Connection) -> None:
-        """A server that could not be reached at load: probed with lsp.failover's backoff, loaded once it answers
-        (unless the settings name another model by then)."""
+        """A server that could not be reached at load: probed with lsp.failover's backoff, loaded once it answers."""
 
         def probe() -> None:
             from diffill.model.vllm_server import VllmServer
 
+            if self.host.settings.model != conn.url:
+                return  # another model now: the wait ends, and nothing is loaded
             server = VllmServer(conn)
             try:
                 server.models()
             finally:
                 server.close()
 
-        def back() -> None:
-            if self.host.settings.model == conn.url:
-                self.start()
+        def wait() -> None:
+            if wait_for(probe, threading.Event()) and self.host.settings.model == conn.url:
+                self.start()  # (unless the settings name another model by then)
 
-        Failover(None, lambda: None, probe, lambda reason: reason is None and back()).failed("not reachable at load")
+        threading.Thread(target=wait, name="diffill-probe", daemon=True).start()
 
     def _progress_begin(self, token: str, title: str) -> threading.Event | None:
         """Asks the editor to make a progress `token` and begins it once the editor has: an event set when begun,
