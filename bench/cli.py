@@ -131,7 +131,6 @@ def _bench_edits(args: argparse.Namespace) -> int:
 
 
 def _bench_lsp(args: argparse.Namespace) -> int:
-
     from .lsp import run, run_typing
 
     if args.typing or args.big:
@@ -151,7 +150,6 @@ def _with_model(args: argparse.Namespace) -> dict:
 
 
 def _bench_typing(args: argparse.Namespace) -> int:
-
     from .typing import run
 
     run(args.root, n=args.n, seed=args.seed, lines=args.lines, settings=_with_model(args), dump=args.dump)

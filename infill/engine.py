@@ -169,15 +169,10 @@ class CompletionEngine:
         """The texts copies come from and the n-gram evidence, for answers drafted by the encoder; a decoder-only
         model's rest of line gets the texts alone (a copy seeds its canvas: draft.copy_seed). The files around are
         read only when copies could match here or the evidence learns from them."""
-        if not o.drafts.ar:
-            if not request.line or o.copies.copy_prior is None:
-                return [], None
-            if not line_search.could_match(request.text, request.offset, request.span.kind):
-                return [], None
-            around = self._neighbours(path)
-            return around.texts(), None
         kind = request.span.kind
         with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
+        if not o.drafts.ar:
+            return (self._neighbours(path).texts() if with_copies and request.line else []), None
         around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
         others = around.texts() if with_copies and around is not None else []
         if not self.vocabulary.format.ngram_mixing:  # tuned with diffill's tokenizer and models only

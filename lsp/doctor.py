@@ -85,11 +85,11 @@ def _server(url: str) -> Iterator[str]:
 
     from diffill.model import runtime
     from diffill.model.prompt_format import format_for
-    from diffill.model.vllm_server import CanvasRequest, Connection
+    from diffill.model.vllm_server import CanvasRequest
 
     t0 = time.perf_counter()
     try:
-        loaded = runtime.load(url, connection=Connection(url))
+        loaded = runtime.load(url)
     except Exception as exc:
         yield f"server {url}: FAILED: {exc}"
         return

@@ -4,12 +4,13 @@ model; a probe with backoff finds the server again.
 A server fails in ways a local model does not (it goes away, restarts, times out, answers 5xx). The user's
 completions must not stop meanwhile, nor the daemon hammer a server that is down: the first failure switches to
 the embedded model (loaded beside the served one ahead of time, so the switch costs no load) and starts one probe
-thread, which asks the server for its models after growing pauses; the first answer switches back. The editor's
+thread, which asks the server for a one-token canvas after growing pauses; the first answer switches back. The editor's
 status says which model answers and why (diffill/status, a message on each switch).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Callable
@@ -43,6 +44,11 @@ class Failover:
         self._stop = threading.Event()
         self.down: str | None = None
         self.switches = 0  # times the answers moved to the embedded model (diffill/status)
+
+    @property
+    def fallback_loaded(self) -> Any:
+        """The embedded engine if it is loaded, else None (settings changes reach it)."""
+        return self._fallback
 
     def fallback(self) -> Any:
         """The embedded engine, loaded on first need (`warm` loads it ahead)."""
@@ -100,7 +106,7 @@ class Failover:
 def wait_for(probe: Callable[[], object], stop: threading.Event, backoff: tuple[float, ...] = BACKOFF_S) -> bool:
     """Calls `probe` after each pause of `backoff` (its last repeating) until it returns without raising: True; or
     False once `stop` is set."""
-    for attempt in range(10**9):
+    for attempt in itertools.count():
         if stop.wait(backoff[min(attempt, len(backoff) - 1)]):
             return False
         try:
@@ -109,4 +115,3 @@ def wait_for(probe: Callable[[], object], stop: threading.Event, backoff: tuple[
             log.debug("server still down: %s", exc)
             continue
         return True
-    return False

@@ -179,6 +179,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "source": s.loaded.source if s.loaded is not None else None,
         "prompt_format": s.engine.vocabulary.format.name if s.engine is not None else None,
         "answering": _answering(s),
+        "fallbacks": s.failover.switches if s.failover is not None else 0,  # times a failing server was replaced
         "settings": s.settings.as_dict(),
         "documents": len(s.docs),
         "in_flight": s.scheduler.in_flight(),

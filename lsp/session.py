@@ -91,8 +91,8 @@ class Session:
         self.settings = new
         if self.engine is not None:
             self.engine.options = self._engine_options()
-        if self.failover is not None and self.failover._fallback is not None:
-            self.failover._fallback.options = engine_options(self.settings, self._fallback_loaded)
+        if self.failover is not None and self.failover.fallback_loaded is not None:
+            self.failover.fallback_loaded.options = engine_options(self.settings, self._fallback_loaded)
         if reload and not initial:
             self.loader.start()
         return True

@@ -60,10 +60,15 @@ UNSET = {
 }
 
 
-INTEGERS = (
-    "steps", "canvas_length", "latency_budget_ms", "max_prompt_tokens", "threads", "draft_candidates",
-    "request_timeout_ms",
-)  # fmt: skip
+INTEGERS = {
+    "steps": (1, 128),
+    "canvas_length": (1, 256),
+    "latency_budget_ms": (10, 60_000),
+    "max_prompt_tokens": (16, 32_768),
+    "threads": (1, 256),
+    "draft_candidates": (1, 16),
+    "request_timeout_ms": (100, 600_000),
+}  # the integer settings and their bounds
 
 
 class SettingsError(ValueError):
@@ -91,15 +96,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     if value is None and name in UNSET:
         return None, None
     if name in INTEGERS:
-        bounds = {
-            "steps": (1, 128),
-            "canvas_length": (1, 256),
-            "latency_budget_ms": (10, 60_000),
-            "max_prompt_tokens": (16, 32_768),
-            "threads": (1, 256),
-            "draft_candidates": (1, 16),
-            "request_timeout_ms": (100, 600_000),
-        }[name]
+        bounds = INTEGERS[name]
         unset = f", or null for {UNSET[name]}" if name in UNSET else ""
         if isinstance(value, bool) or not isinstance(value, int):
             return value, f"must be an integer in [{bounds[0]}, {bounds[1]}]{unset}"
@@ -168,7 +165,11 @@ def engine_options(settings: Settings, loaded: LoadedModel | None, **experiment:
 
 
 def connection(settings: Settings):
-    """How to reach a server `model` (model.vllm_server.Connection)."""
+    """How to reach a server `model` (model.vllm_server.Connection); None for any other model."""
+    from diffill.model.server_url import is_server_url
+
+    if not is_server_url(settings.model):
+        return None
     from diffill.model.vllm_server import Connection
 
     return Connection(

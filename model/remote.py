@@ -22,6 +22,7 @@ from typing import TypeVar
 from .card import ModelCard
 from .config import DiffusionGemmaConfig
 from .loader import CheckpointError, resolve_checkpoint
+from .sampler import before_unsure, trim_after_eos
 from .session import Budget, DraftCounts, Healing, Tokenizer
 from .vllm_server import CanvasRequest, Connection, Late, ServerError, VllmServer
 
@@ -124,7 +125,6 @@ class RemoteSession:
         self.tokenizer = tokenizer
         self.counts = DraftCounts()
         self._written: tuple[list[int], list[float]] = ([], [])  # the last canvas's answer and its log-probabilities
-        self.server_ms = 0.0  # the time its requests took (what the server and the network cost)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -176,15 +176,12 @@ class RemoteSession:
         except Late:
             return None
         finally:  # a late or cancelled request's time is the server's too
-            spent = (time.perf_counter() - t0) * 1e3
-            self.server_ms += spent
-            m.server_ms += spent
-        tokens, logprobs = answer.tokens, answer.logprobs
-        end = next((i for i, t in enumerate(tokens) if t in m.eos_ids), len(tokens))
-        if min_confidence > 0:
-            floor = math.log(min_confidence)
-            end = next((i for i in range(end) if logprobs[i] < floor and i not in (pins or {})), end)
-        tokens, logprobs = tokens[:end], logprobs[:end]
+            m.server_ms += (time.perf_counter() - t0) * 1e3
+        # the local answer's cuts (DiffusionModel._answer); pinned positions came back sure (log-probability 0)
+        confidence = [math.exp(lp) for lp in answer.logprobs]
+        tokens = before_unsure(answer.tokens, confidence, min_confidence)
+        tokens = trim_after_eos(tokens, m.eos_ids, m.config.pad_token_id)
+        logprobs = answer.logprobs[: len(tokens)]
         first = self.healing.first_ids
         if first is not None and tokens and tokens[0] not in set(first):
             tokens, logprobs = [], []  # the server cannot be held to the healed text: an answer that leaves it

@@ -84,8 +84,7 @@ def with_known_tail(
     if len(tail_ids) + 2 > canvas:
         return ids
     start = max(1, min(len(ids), canvas - len(tail_ids) - 1))  # where the model ended, if it fits
-    pins = {start + i: t for i, t in enumerate(tail_ids)}
-    pins[start + len(tail_ids)] = request.end
+    pins = _pins_at(start, tail_ids, request.end)
     pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=_floor(options))
     return ids if pinned is None else pinned  # (None: out of time)
 
@@ -102,9 +101,14 @@ def with_suffix_head(
     start = len(ids)
     if start + len(head) + 1 > canvas:
         return ids
-    pins = {start + i: t for i, t in enumerate(head)} | {start + len(head): request.end}
+    pins = _pins_at(start, head, request.end)
     pinned = model.denoise(canvas, options.drafts.steps, tuning.SEED, pins=pins, min_confidence=_floor(options))
     return ids if pinned is None else pinned[:start]
+
+
+def _pins_at(start: int, ids: list[int], end: int) -> dict[int, int]:
+    """`ids` then the `end` id pinned from canvas offset `start` on."""
+    return {start + i: t for i, t in enumerate(ids)} | {start + len(ids): end}
 
 
 def _floor(options: EngineOptions) -> float:
