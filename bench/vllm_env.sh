@@ -32,7 +32,7 @@ shims() {
   : > "$SITE/torchvision-0.0.0.dist-info/RECORD"
 }
 shims
-if ! ready; then  # a partial install (seen on clean CI runs: apache-tvm-ffi's native core missing): once more
+if ! ready; then  # a venv that does not import (a partial install, or one copied from elsewhere): once more
   echo "vllm_env.sh: vLLM's DiffusionGemma does not import in $VENV; installing again" >&2
   install
   shims
