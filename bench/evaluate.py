@@ -28,6 +28,7 @@ from diffill.infill.languages import language_for
 from diffill.infill.options import EngineOptions
 from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
+from diffill.training.cursors import cut
 
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
 SKIP_PARTS = {".git", "node_modules", "__pycache__", ".venv", "site-packages"}
@@ -57,31 +58,21 @@ def _files(roots: str | Path | list[str], rng: random.Random, limit: int = 4000)
 
 
 def make_case(path: str, text: str, rng: random.Random, kind: str) -> Case | None:
+    c = cut(text, rng, kind)
+    if c is None:
+        return None
     lines = text.split("\n")
-    candidates = [i for i, ln in enumerate(lines) if 1 <= i < len(lines) - 1 and len(ln.strip()) >= 4]
-    if not candidates:
-        return None
-    i = rng.choice(candidates)
-    line = lines[i]
-    indent = line[: len(line) - len(line.lstrip())]
-    prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+    prev = next((lines[j] for j in range(c.line - 1, -1, -1) if lines[j].strip()), "")
     if kind == "line":
-        lo = len(indent) + 1
-        if len(line.rstrip()) - lo < 2:
-            return None
-        cut = rng.randrange(lo, len(line.rstrip()))
-        truth = line[cut:].rstrip()
-        before = "\n".join(lines[:i] + [line[:cut]])
-        after = "\n" + "\n".join(lines[i + 1 :])
-        return Case(path, before + after, len(before), truth, kind, prev[cut:].rstrip() if len(prev) > cut else "")
-    k = rng.randint(1, 3)
-    body = lines[i : i + k]
-    if any(not b.strip() for b in body):
-        return None
-    truth = "\n".join(body)[len(indent) :].rstrip()
-    before = "\n".join(lines[:i] + [indent])
-    after = "\n" + "\n".join(lines[i + k :])
-    return Case(path, before + after, len(before), truth, kind, prev.strip())
+        return Case(
+            path,
+            c.before + c.after,
+            len(c.before),
+            c.truth,
+            kind,
+            prev[c.column :].rstrip() if len(prev) > c.column else "",
+        )
+    return Case(path, c.before + c.after, len(c.before), c.truth, kind, prev.strip())
 
 
 MAX_BODY_LINES = 12  # bodies longer than this are left out of block cases (a completion writes a few lines)

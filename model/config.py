@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 SLIDING = "sliding_attention"
+ADAPTER_KEY = "diffill_decoder_adapter_rank"
 FULL = "full_attention"
 
 DEFAULT_ROPE = {
@@ -58,6 +59,9 @@ class DiffusionGemmaConfig:
     canvas_length: int = 256
     # Layer indices whose attention shape was given explicitly in `per_layer_config` (kept for round-trips).
     per_layer_overrides: dict[int, dict[str, int]] = field(default_factory=dict)
+    # Rank of the low-rank adapters that act in the decoder's pass only (model/adapters.py; 0: none). A diffill
+    # key beside the architecture's (`diffill_decoder_adapter_rank` in text_config): transformers ignores it.
+    decoder_adapter_rank: int = 0
 
     def __post_init__(self) -> None:
         if not self.layer_types:
@@ -136,6 +140,7 @@ class DiffusionGemmaConfig:
             bos_token_id=text.get("bos_token_id", 2),
             canvas_length=raw.get("canvas_length", 256),
             per_layer_overrides=per_layer,
+            decoder_adapter_rank=int(text.get(ADAPTER_KEY) or 0),
         )
 
     def to_hf_dict(self) -> dict[str, Any]:
@@ -172,6 +177,8 @@ class DiffusionGemmaConfig:
             "eos_token_id": self.eos_token_id,
             "bos_token_id": self.bos_token_id,
         }
+        if self.decoder_adapter_rank:
+            text[ADAPTER_KEY] = self.decoder_adapter_rank
         return {
             "architectures": ["DiffusionGemmaForBlockDiffusion"],
             "model_type": "diffusion_gemma",

@@ -89,13 +89,23 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
         self.v_norm = RMSNorm(self.head_dim, config.rms_norm_eps, with_scale=False)
+        rank = config.decoder_adapter_rank
+        self.decoder_adapters = AttentionAdapters(self, h, rank) if rank else None
 
     def forward(self, x: torch.Tensor, cos_sin, cache: KVCache, causal: bool) -> torch.Tensor:
         b, t, _ = x.shape
         cos, sin = cos_sin
-        q = apply_rope(self.q_norm(self.q_proj(x).view(b, t, self.n_heads, self.head_dim)), cos, sin)
-        k_raw = self.k_proj(x).view(b, t, self.n_kv, self.head_dim)
-        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim) if self.v_proj is not None else k_raw
+        # The decoder's adapters act in its pass only: the encoder's arithmetic is the plain model's, bit for bit.
+        ad = self.decoder_adapters if not causal else None
+        q = self.q_proj(x) if ad is None else self.q_proj(x) + ad.q(x)
+        q = apply_rope(self.q_norm(q.view(b, t, self.n_heads, self.head_dim)), cos, sin)
+        k_raw = self.k_proj(x) if ad is None else self.k_proj(x) + ad.k(x)
+        k_raw = k_raw.view(b, t, self.n_kv, self.head_dim)
+        if self.v_proj is None:
+            v = k_raw
+        else:
+            v = self.v_proj(x) if ad is None or ad.v is None else self.v_proj(x) + ad.v(x)
+            v = v.view(b, t, self.n_kv, self.head_dim)
         k = apply_rope(self.k_norm(k_raw), cos, sin).transpose(1, 2)
         v = self.v_norm(v).transpose(1, 2)
         q = q.transpose(1, 2)
@@ -104,7 +114,33 @@ class Attention(nn.Module):
         with sdpa_kernel(CUDA_ATTENTION) if q.is_cuda else nullcontext():
             gqa = self.n_kv != self.n_heads
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=gqa)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        out = out.transpose(1, 2).reshape(b, t, -1)
+        return self.o_proj(out) if ad is None else self.o_proj(out) + ad.o(out)
+
+
+class LowRank(nn.Module):
+    """x -> B (A x): a rank-r update beside a frozen projection. B starts at zero, so a fresh adapter changes
+    nothing until it is trained; plain parameters (no nn.Linear), so quantization leaves them as they are."""
+
+    def __init__(self, d_in: int, d_out: int, rank: int):
+        super().__init__()
+        self.a = nn.Parameter(nn.init.normal_(torch.empty(rank, d_in), std=d_in**-0.5))
+        self.b = nn.Parameter(nn.init.zeros_(torch.empty(d_out, rank)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(F.linear(x, self.a.to(x.dtype)), self.b.to(x.dtype))
+
+
+class AttentionAdapters(nn.Module):
+    """The decoder pass's low-rank updates of one attention layer's q/k/v/o (a full layer has no v: K=V)."""
+
+    def __init__(self, attn: Attention, hidden: int, rank: int):
+        super().__init__()
+        q_out, kv_out = attn.n_heads * attn.head_dim, attn.n_kv * attn.head_dim
+        self.q = LowRank(hidden, q_out, rank)
+        self.k = LowRank(hidden, kv_out, rank)
+        self.v = LowRank(hidden, kv_out, rank) if attn.is_sliding else None
+        self.o = LowRank(q_out, hidden, rank)
 
 
 class MLP(nn.Module):
@@ -185,10 +221,17 @@ class Layer(nn.Module):
         self.post_feedforward_layernorm_2 = RMSNorm(h, eps)
         # The decoder's scalar; the encoder has its own (DiffusionGemma.encoder_layer_scalars).
         self.register_buffer("layer_scalar", torch.ones(1))
+        rank = config.decoder_adapter_rank
+        # the decoder pass's low-rank update beside the dense MLP (as the attention's, none in the encoder's)
+        self.decoder_mlp_adapter = LowRank(h, h, rank) if rank else None
 
     def forward(self, x, cos_sin, cache: KVCache, causal: bool, layer_scalar: torch.Tensor) -> torch.Tensor:
         x = x + self.post_attention_layernorm(self.self_attn(self.input_layernorm(x), cos_sin, cache, causal))
-        dense = self.post_feedforward_layernorm_1(self.mlp(self.pre_feedforward_layernorm(x)))
+        dense_in = self.pre_feedforward_layernorm(x)
+        dense = self.mlp(dense_in)
+        if not causal and self.decoder_mlp_adapter is not None:
+            dense = dense + self.decoder_mlp_adapter(dense_in)
+        dense = self.post_feedforward_layernorm_1(dense)
         flat = x.reshape(-1, x.shape[-1])
         weights, index = self.router(flat)  # the router sees the raw residual
         moe = self.experts(self.pre_feedforward_layernorm_2(flat), weights, index).reshape(x.shape)
@@ -214,8 +257,10 @@ __all__ = [
     "FULL",
     "SLIDING",
     "Attention",
+    "AttentionAdapters",
     "Experts",
     "Layer",
+    "LowRank",
     "MLP",
     "RMSNorm",
     "Router",

@@ -122,13 +122,8 @@ class Speculator:
                 result.finished = False
                 break
             if decoded:
-                if first:  # the decoder's first canvas reads the whole prompt: its last token joins the cache
-                    net.encode(prompt[:, n - 1 :], cache)
-                    result.passes += 1
-                draft = self._draft(cache, pending, first, generator, allowed, room)
+                draft = self._draft(cache, pending, generator, room)
                 result.passes += 1
-                if first:
-                    cache.truncate(n - 1)
             fed = torch.tensor([[pending, *draft]], device=device)
             base = cache.length
             logp = torch.log_softmax(net.head(net.encode(fed, cache)[0]).float(), dim=-1)
@@ -175,46 +170,18 @@ class Speculator:
         cache.truncate(n)
         return result
 
-    def _draft(
-        self,
-        cache: KVCache,
-        pending: int,
-        first: bool,
-        generator: torch.Generator,
-        allowed: Allowed | None,
-        room: int,
-    ) -> list[int]:
-        """The decoder's draft of at most `room` tokens after `pending`. On the first draft the cache holds the
-        whole prompt (`pending` is its last token) and the canvas follows it; later the cache holds everything
-        before `pending`, which starts the canvas, pinned."""
+    def _draft(self, cache: KVCache, pending: int, generator: torch.Generator, room: int) -> list[int]:
+        """The decoder's draft of at most `room` tokens after `pending`: the cache holds everything before it, and
+        it starts the canvas, pinned (on the first draft `pending` is the prompt's last token, so no pass encodes
+        it first: the layout `diffill train decoder` trains). A constraint (`allowed`) is left to the verify pass."""
         net, device = self.net, self.net.device
         start = cache.length
-        if first:
-            size, pin_mask, pin_ids = min(self.canvas, room), None, None
-        else:
-            size = min(self.canvas, room + 1)
-            pin_mask = torch.zeros(1, size, dtype=torch.bool, device=device)
-            pin_mask[0, 0] = True
-            pin_ids = torch.full((1, size), pending, dtype=torch.long, device=device)
-        first_allowed = None
-        head = allowed([]) if (first and allowed is not None) else None
-        if head is not None:
-            first_allowed = torch.zeros(net.config.vocab_size, dtype=torch.bool, device=device)
-            first_allowed[torch.as_tensor(list(head), dtype=torch.long, device=device)] = True
+        size = min(self.canvas, room + 1)
+        pin_mask = torch.zeros(1, size, dtype=torch.bool, device=device)
+        pin_mask[0, 0] = True
+        pin_ids = torch.full((1, size), pending, dtype=torch.long, device=device)
         positions = torch.arange(start, start + size, device=device)[None]
-        tokens = (
-            denoise_canvas(
-                net,
-                cache,
-                positions,
-                self.sampler,
-                generator,
-                size,
-                pin_mask=pin_mask,
-                pin_ids=pin_ids,
-                first_allowed=first_allowed,
-            )
-            .tokens[0]
-            .tolist()
+        result = denoise_canvas(
+            net, cache, positions, self.sampler, generator, size, pin_mask=pin_mask, pin_ids=pin_ids
         )
-        return tokens if first else tokens[1:]
+        return result.tokens[0, 1:].tolist()

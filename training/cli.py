@@ -13,8 +13,11 @@ import sys
 
 from diffill.lsp.cli import standalone
 
+from .config import DecoderTrainConfig
+
 # The names in diffill.model.presets, spelt out here so that parsing a command line does not import torch.
 MODEL_SIZES = ("embedded", "moe16", "tiny")
+DECODER = DecoderTrainConfig()  # `train decoder`'s defaults
 
 
 def _train_corpus(args: argparse.Namespace) -> int:
@@ -74,6 +77,25 @@ def _train_run(args: argparse.Namespace) -> int:
         split_prob=args.split_prob,
         full_noise_prob=args.full_noise_prob,
         distill_prob=args.distill_prob,
+    )
+    train(cfg, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _train_decoder(args: argparse.Namespace) -> int:
+    from diffill.training.decoder import DecoderTrainConfig, train
+
+    cfg = DecoderTrainConfig(
+        corpus=args.corpus,
+        init=args.init,
+        out=args.out,
+        rank=args.rank,
+        anchors=args.anchors,
+        heldout_anchors=args.heldout_anchors,
+        batch=args.batch,
+        lr=args.lr,
+        minutes=args.minutes,
+        threads=args.threads,
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0
@@ -174,6 +196,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="share of canvases taught the encoder's own greedy answer instead of the data",
     )
     tr.set_defaults(func=_train_run)
+    td = tsub.add_parser(
+        "decoder",
+        help="train the decoder's adapters to draft the encoder's own answers (shared weights frozen; resumes)",
+    )
+    td.add_argument("--corpus", default=DECODER.corpus, help="a corpus folder (train.jsonl, heldout.jsonl)")
+    td.add_argument("--init", default=DECODER.init, help="the model folder whose decoder learns to draft")
+    td.add_argument("--out", default=DECODER.out, help="labels, checkpoint, reports; the result in <out>/model")
+    td.add_argument("--rank", type=int, default=DECODER.rank, help="the adapters' rank")
+    td.add_argument("--anchors", type=int, default=DECODER.anchors, help="training cursors labelled by the encoder")
+    td.add_argument(
+        "--heldout-anchors", type=int, default=DECODER.heldout_anchors, help="held-out cursors the reports are on"
+    )
+    td.add_argument("--batch", type=int, default=DECODER.batch)
+    td.add_argument("--lr", type=float, default=DECODER.lr)
+    td.add_argument(
+        "--minutes", type=float, default=DECODER.minutes, help="training time after labelling (all runs together)"
+    )
+    td.add_argument("--threads", type=int, default=0)
+    td.set_defaults(func=_train_decoder)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")
     te.add_argument("--dest", default="model/weights")

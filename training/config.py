@@ -57,3 +57,28 @@ class TrainConfig:
     workers: int = 0
     seed: int = 0
     device: str = "cpu"
+
+
+@dataclass
+class DecoderTrainConfig:
+    """What `diffill train decoder` is asked to do (training/decoder.py)."""
+
+    corpus: str = "data/corpus"
+    init: str = "model/weights"
+    out: str = "runs/decoder"
+    rank: int = 32
+    anchors: int = 5000
+    heldout_anchors: int = 300
+    lines_share: float = 0.25  # cursors on a fresh line (a few lines to write) among the rest-of-line ones
+    batch: int = 32
+    lr: float = 2e-3
+    minutes: float = 45.0
+    alone_share: float = 0.25  # canvases after the whole prompt, no pin: the decoder alone (`--draft none`)
+    first_share: float = 0.35  # a speculative answer's first draft (the prompt's last token pinned); the rest later
+    gamma: float = 5.0  # position k of a draft weighs exp(-k / gamma): its first tokens decide what is accepted
+    pad_weight: float = 0.1
+    second_weight: float = 1.0  # the on-policy second pass's loss beside the first's
+    report_every_s: float = 900.0
+    save_every_s: float = 300.0
+    seed: int = 0
+    threads: int = 0

@@ -30,8 +30,8 @@ def test_the_answer_is_the_encoders_greedy_answer(model, canvas, draft_steps):
         got = spec.greedy(prompt, 12, set())
         assert got.tokens == want
         assert got.score == pytest.approx(score, abs=1e-4)
-        # one draft and one verification each round; the first draft reads the prompt's last token, encoded first
-        assert got.passes == 2 * len(got.accepted) + 1
+        # one draft and one verification each round: the first draft pins the prompt's last token (no pass of its own)
+        assert got.passes == 2 * len(got.accepted)
         assert sum(got.accepted) + len(got.accepted) >= len(want)  # each round commits its accepted tokens + one
 
 
@@ -83,15 +83,14 @@ def test_a_decoder_that_drafts_the_answer_commits_a_canvas_in_two_passes(model, 
     want = _greedy(model, prompt, 15, set())[0]
     spec = Speculator(model.net, canvas=8)
 
-    def oracle(cache, pending, first, generator, allowed, room):
-        committed = 0 if first else cache.length - len(prompt) + 1  # `pending` is the last committed token
-        size = min(8, room) if first else min(8, room + 1) - 1
-        return want[committed : committed + size]
+    def oracle(cache, pending, generator, room):
+        committed = cache.length - len(prompt) + 1  # `pending` (pinned) is the prompt's last or the last committed
+        return want[committed : committed + min(8, room + 1) - 1]
 
     monkeypatch.setattr(spec, "_draft", oracle)
     got = spec.greedy(prompt, 15, set())
     assert got.tokens == want
-    assert got.accepted == [8, 6] and got.passes == 5  # 8 drafted + 1 own, then the last 6 (+ the last prompt token)
+    assert got.accepted == [7, 7] and got.passes == 4  # 7 drafted + 1 own, then the last 7: two rounds of two passes
 
 
 def test_the_cache_is_left_holding_the_prompt_and_keep_going_stops_at_a_verified_prefix(model):
@@ -107,7 +106,7 @@ def test_the_cache_is_left_holding_the_prompt_and_keep_going_stops_at_a_verified
     want = _greedy(model, prompt, 10, set())[0]
     budget, asked = iter([True, False]), []
     part = spec.greedy(prompt, 10, set(), cache=cache, keep_going=lambda passes: asked.append(passes) or next(budget))
-    assert not part.finished and part.tokens == want[: len(part.tokens)] and part.passes == 5
+    assert not part.finished and part.tokens == want[: len(part.tokens)] and part.passes == 4
     assert asked == [2, 2]  # each round asks for its decoder draft and its verification
     assert len(part.tokens) == sum(part.accepted) + 2
     assert cache.length == len(prompt)

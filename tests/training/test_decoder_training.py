@@ -1,0 +1,105 @@
+"""`diffill train decoder` (training/decoder.py): canvases laid out as the speculative rounds lay them out, batched
+rows that see what one row alone sees, labels that are the encoder's greedy answers, and a run that resumes and
+exports a folder whose encoder is the init's, bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from test_train import SOURCE, make_corpus
+from tiny import random_net, tiny_config
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.options import PromptOptions
+from diffill.infill.request import build_request
+from diffill.infill.vocabulary import Vocabulary
+from diffill.model.loader import load_model, save_model
+from diffill.model.speculative import Speculator
+from diffill.model.tokenizer import PAD, CodeTokenizer
+from diffill.training.config import DecoderTrainConfig
+from diffill.training.decoder import Anchor, Layout, RowsCache, encoded, label, read_labels, train
+
+END = 1
+
+
+def test_layouts_are_the_canvases_the_speculative_rounds_and_the_decoder_alone_read():
+    a = Anchor(prompt=[2, 5, 6], label=[7, 8, 9, END], kind="line", room=15)
+    first, later, alone = Layout(0, 0), Layout(0, 2), Layout(0, 0, pinned=False)
+    # the first draft: the prompt's last token pinned, the cache before it
+    assert first.cache_length(a) == 2 and first.width(a) == 16
+    assert first.target(a, END) == [6, 7, 8, 9, END] + [PAD] * 11
+    # after two committed tokens: the second pinned, the cache holding the prompt and the first
+    assert later.cache_length(a) == 4 and later.width(a) == 14
+    assert later.target(a, END) == [8, 9, END] + [PAD] * 11
+    # alone: the whole prompt in the cache, the answer then its end id (added where a newline token stopped it)
+    assert alone.cache_length(a) == 3 and alone.target(a, END)[:5] == [7, 8, 9, END, PAD]
+    stopped = Anchor(prompt=[2, 5, 6], label=[7, 8], kind="line", room=15)
+    assert alone.target(stopped, END)[:4] == [7, 8, END, PAD]
+    assert first.answer_length(a) == 5 and later.answer_length(a) == 3 and alone.answer_length(a) == 4
+
+
+def test_rows_side_by_side_see_what_each_row_sees_alone():
+    net = random_net(tiny_config(sliding_window=4))  # a window shorter than the prompts: its cut is tested too
+    anchors = [Anchor([2, *range(10, 19)], [30, 31, END], "line", 15), Anchor([2, 40, 41, 42], [50, END], "line", 15)]
+    kv = [encoded(net, a) for a in anchors]
+    lengths, widths = [9, 3], [6, 4]
+    canvas = torch.tensor([[60, 61, 62, 63, 64, 65], [70, 71, 72, 73, 0, 0]])
+    positions = torch.tensor(lengths)[:, None] + torch.arange(6)[None]
+    with torch.no_grad():
+        both = net.decode(canvas, RowsCache(kv, lengths, widths), None, positions)
+        for r, a in enumerate(anchors):
+            cache = net.new_cache()
+            net.encode(torch.tensor([(a.prompt + a.label)[: lengths[r]]]), cache)
+            cache.keys = [k.bfloat16().float() for k in cache.keys]  # as `encoded` keeps them
+            cache.values = [v.bfloat16().float() for v in cache.values]
+            alone = net.decode(canvas[r : r + 1, : widths[r]], cache)
+            assert torch.allclose(both[r, : widths[r]], alone[0], atol=1e-4)
+
+
+def _folder(tmp_path):
+    """A plain tiny model folder with a tokenizer trained on the corpus's code."""
+    tok = CodeTokenizer.train([SOURCE] * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, sliding_window=32, canvas_length=16), std=0.1)
+    save_model(net, tmp_path / "init")
+    tok.save(tmp_path / "init" / "tokenizer.json")
+    (tmp_path / "init" / "generation_config.json").write_text(json.dumps({"max_denoising_steps": 4}))
+    return tmp_path / "init"
+
+
+def test_labels_resume_and_the_export_keeps_the_encoder(tmp_path):
+    torch.manual_seed(0)
+    make_corpus(tmp_path / "corpus")
+    init = _folder(tmp_path)
+    cfg = DecoderTrainConfig(corpus=str(tmp_path / "corpus"), init=str(init), out=str(tmp_path / "run"), rank=4,
+                             anchors=6, heldout_anchors=4, batch=2, minutes=0.01, threads=1)  # fmt: skip
+    logs: list[str] = []
+    state = train(cfg, log=logs.append)
+    labels = read_labels(tmp_path / "run" / "labels-train.jsonl")
+    assert len(labels) == 6 and state["step"] > 0
+    # a label is the encoder's greedy answer to the engine's own prompt (what a verify pass accepts)
+    plain = load_model(init, dtype=torch.float32)
+    vocabulary = Vocabulary(CodeTokenizer.from_file(init / "tokenizer.json"))
+    text, offset = SOURCE, SOURCE.index("sorted(") + 3
+    request = build_request(SyntaxDocument(text, "python"), offset, [], vocabulary, PromptOptions())
+    want = Speculator(plain, decoder=False).greedy(request.prompt, 15, request.stops, None, request.healing.allowed)
+    got = label(plain, vocabulary, text, "f.py", offset)
+    assert got.prompt == request.prompt and got.label == want.tokens and got.room == 15 and got.kind == "line"
+    a = labels[0]
+    # the reports: before training and at the end, with every figure
+    assert [r["step"] for r in state["reports"]] == [0, state["step"]]
+    assert {"first_accepted_1", "later_accepted_2", "alone_whole_2"} <= set(state["reports"][-1])
+    # a half-written label line (a stopped run) is cut off; the run resumes from its checkpoint
+    with open(tmp_path / "run" / "labels-train.jsonl", "a") as fh:
+        fh.write('{"prompt": [2, 3')
+    cfg.anchors, cfg.minutes = 8, 0.02
+    again = train(cfg, log=logs.append)
+    assert len(read_labels(tmp_path / "run" / "labels-train.jsonl")) == 8 and again["step"] > state["step"]
+    # the export: the init's weights and an encoder bit for bit the init's; the card asks for the decoder's drafts
+    out = load_model(tmp_path / "run" / "model", dtype=torch.float32)
+    assert out.config.decoder_adapter_rank == 4
+    ids = torch.tensor([a.prompt])
+    assert torch.equal(out.head(out.encode(ids, out.new_cache())), plain.head(plain.encode(ids, plain.new_cache())))
+    card = json.loads((tmp_path / "run" / "model" / "generation_config.json").read_text())
+    assert card["diffill_speculative"] is True and card["max_denoising_steps"] == 4
+    assert (tmp_path / "run" / "model" / "tokenizer.json").exists()

@@ -1,0 +1,466 @@
+"""`diffill train decoder`: teaches the canvas decoder to draft what its own encoder writes, on a CPU budget.
+
+Every shared weight stays frozen; only the decoder's adapters and its self-conditioning MLP train
+(model.adapters.decoder_only_parameters), so the encoder's logits cannot change. The recipe
+(../shared/reference/decoder_drafting.md: DFlash's anchored blocks, sequence-level distillation, an on-policy step):
+
+1. label: cursors drawn in the training split as an editor has them (a line cut mid-way with its rest gone, or a
+   fresh line with a few lines gone), prompted by the engine's own request builder, each labelled with the
+   encoder's own greedy answer (model.speculative with no drafts: exactly what the verify pass accepts);
+2. train: canvases laid out as the speculative rounds lay them out (right after the prompt, or after committed
+   tokens with the last one pinned at position 0), noised whole; a position-weighted cross-entropy on the labels
+   after one decoder pass, and again after a second pass fed the first one's draws and self-conditioning;
+3. report on held-out files after each stage: tokens accepted per decoder draft (1 and 2 passes), whole answers
+   accepted, and the decoder alone writing the encoder's whole answer.
+
+Everything is resumable: labels are appended to JSONL files, training saves adapters and optimizer moments
+(safetensors) with a JSON state. The result is a model folder (`<out>/model`) with the shipped weights untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from diffill.infill import tuning
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.languages import language_for
+from diffill.infill.options import PromptOptions
+from diffill.infill.request import build_request
+from diffill.infill.vocabulary import Vocabulary
+from diffill.model.adapters import attach_decoder_adapters, decoder_only_parameters
+from diffill.model.config import ADAPTER_KEY
+from diffill.model.diffusion_gemma import DiffusionGemma
+from diffill.model.draws import categorical_entropy, entropy_keep
+from diffill.model.loader import DECODER_PREFIX, load_model
+from diffill.model.speculative import Speculator
+from diffill.model.tokenizer import PAD, CodeTokenizer
+
+from .config import DecoderTrainConfig
+from .corpus import iter_docs
+from .cursors import cut
+
+MAX_FILE_CHARS = 200_000  # files longer than this are left out (the daemon's eval does the same)
+
+
+@dataclass
+class Anchor:
+    """A prompt as the engine builds it and the encoder's greedy answer after it (its stop id included)."""
+
+    prompt: list[int]
+    label: list[int]
+    kind: str  # "line" or "lines"
+    room: int  # the most tokens the engine lets the answer have
+
+
+# ----- 1. labels -----
+def draw_cursor(text: str, rng: random.Random, kind: str) -> tuple[str, int] | None:
+    """(document text, cursor offset) as an editor has them mid-edit (training.cursors)."""
+    c = cut(text, rng, kind)
+    return None if c is None else (c.before + c.after, len(c.before))
+
+
+def label(net: DiffusionGemma, vocabulary: Vocabulary, text: str, path: str, offset: int) -> Anchor | None:
+    """The engine's prompt at `offset` and the encoder's greedy answer to it (no n-gram evidence), or None."""
+    doc = SyntaxDocument(text, language_for(None, path))
+    request = build_request(doc, offset, [], vocabulary, PromptOptions())
+    line = request.span.kind == "line"
+    room = (tuning.LINE_CANVAS_LENGTH if line else net.config.canvas_length) - 1
+    spec = Speculator(net, canvas=tuning.SPECULATIVE_CANVAS, decoder=False)
+    found = spec.greedy(request.prompt, room, request.stops, net.new_cache(), request.healing.allowed)
+    if not found.tokens:
+        return None
+    return Anchor(list(request.prompt), found.tokens, "line" if line else "lines", room)
+
+
+def read_labels(path: Path) -> list[Anchor]:
+    """The anchors a file holds, up to a last line a stopped run left half written (which is cut off)."""
+    if not path.exists():
+        return []
+    have, good = [], 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                have.append(Anchor(**json.loads(raw)))
+            except (ValueError, TypeError):
+                break
+            good += len(raw)
+    with path.open("r+b") as fh:
+        fh.truncate(good)
+    return have
+
+
+def write_labels(
+    net: DiffusionGemma, vocabulary: Vocabulary, corpus: Path, dest: Path, n: int, cfg, seed: int, log
+) -> list[Anchor]:
+    """`n` anchors from `corpus` (a split's JSONL) in `dest`, appending to the ones a stopped run wrote."""
+    have = read_labels(dest)
+    if len(have) >= n:
+        return have[:n]
+    docs = [d for d in iter_docs(corpus) if len(d["text"]) <= MAX_FILE_CHARS]
+    rng = random.Random(seed * 1_000_003 + len(have))  # a resumed run draws on from where its file ends
+    t0 = time.perf_counter()
+    with dest.open("a") as out:
+        while len(have) < n:
+            doc = docs[rng.randrange(len(docs))]
+            cursor = draw_cursor(doc["text"], rng, "lines" if rng.random() < cfg.lines_share else "line")
+            if cursor is None:
+                continue
+            anchor = label(net, vocabulary, cursor[0], doc["path"], cursor[1])
+            if anchor is None:
+                continue
+            have.append(anchor)
+            out.write(json.dumps(asdict(anchor)) + "\n")
+            if len(have) % 500 == 0:
+                out.flush()
+                log(f"labels {dest.name}: {len(have)}/{n} ({time.perf_counter() - t0:.0f} s)")
+    return have
+
+
+# ----- canvases side by side -----
+class RowsCache:
+    """Prompt caches of different lengths side by side for one batched decoder pass: right-padded keys/values,
+    each row seeing its own positions (a sliding layer its last window-1, as KVCache keeps) and the first
+    `widths[r]` canvas positions. Read-only, as the decoder's pass reads a cache."""
+
+    def __init__(self, rows: list[list[tuple[torch.Tensor, torch.Tensor]]], lengths: list[int], widths: list[int]):
+        self.lengths = torch.tensor(lengths)
+        self.widths = torch.tensor(widths)
+        longest = max(lengths)
+        self.keys, self.values = [], []
+        for layer in range(len(rows[0])):
+            ks, vs = [], []
+            for row, n in zip(rows, lengths, strict=True):
+                k, v = row[layer]
+                pad = longest - n
+                ks.append(F.pad(k[:, :, :n].float(), (0, 0, 0, pad)))
+                vs.append(F.pad(v[:, :, :n].float(), (0, 0, 0, pad)))
+            self.keys.append(torch.cat(ks))
+            self.values.append(torch.cat(vs))
+
+    @property
+    def length(self) -> int:
+        return self.keys[0].shape[2]
+
+    def begin(self, positions: torch.Tensor, causal: bool) -> None:
+        if causal:
+            raise ValueError("a RowsCache is read by decoder passes only")
+
+    def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor, causal: bool, window: int | None):
+        at = torch.arange(self.length)
+        seen = at[None] < self.lengths[:, None]
+        if window is not None:
+            seen &= at[None] >= self.lengths[:, None] - (window - 1)
+        canvas = torch.arange(k.shape[2])[None] < self.widths[:, None]
+        mask = torch.cat([seen, canvas], dim=1)[:, None, None, :]
+        return torch.cat([self.keys[layer], k], dim=2), torch.cat([self.values[layer], v], dim=2), mask
+
+
+def encoded(net: DiffusionGemma, anchor: Anchor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The encoder's keys/values of the prompt and the answer but its last token (every canvas layout's cache is
+    a prefix of it), kept in bf16."""
+    ids = torch.tensor([anchor.prompt + anchor.label[:-1]])
+    cache = net.new_cache()
+    with torch.no_grad():
+        net.encode(ids, cache)
+    return [(k.bfloat16(), v.bfloat16()) for k, v in zip(cache.keys, cache.values, strict=True)]
+
+
+@dataclass
+class Layout:
+    """One canvas as the decoder meets it. Pinned: a speculative round's, `committed` answer tokens written, the
+    token before the canvas (the prompt's last, then the last committed one) pinned at its position 0 and the cache
+    holding what comes before that token. Not pinned: the decoder alone after the whole prompt (denoise_canvas)."""
+
+    anchor: int
+    committed: int
+    pinned: bool = True
+
+    def cache_length(self, a: Anchor) -> int:
+        return len(a.prompt) - 1 + self.committed if self.pinned else len(a.prompt)
+
+    def width(self, a: Anchor) -> int:
+        return min(tuning.SPECULATIVE_CANVAS, a.room - self.committed + 1)
+
+    def answer_length(self, a: Anchor) -> int:
+        """The canvas positions the encoder's answer holds, its pin included."""
+        return len(a.label) - self.committed + self.pinned
+
+    def target(self, a: Anchor, end: int) -> list[int]:
+        """The canvas the encoder accepts whole: the pin, the answer's rest, the end id, pads."""
+        rest = a.label[self.committed :]
+        head = [(a.prompt + a.label)[len(a.prompt) - 1 + self.committed]] if self.pinned else []
+        tail = [] if rest and rest[-1] == end else [end]
+        width = self.width(a)
+        return (head + rest + tail + [PAD] * width)[:width]
+
+
+def draw_layout(i: int, a: Anchor, rng: random.Random, cfg: DecoderTrainConfig) -> Layout:
+    """Canvases alone after the prompt (`alone_share`), a speculative round's first one (`first_share`), else a
+    later round's."""
+    draw = rng.random()
+    if draw < cfg.alone_share:
+        return Layout(i, 0, pinned=False)
+    if len(a.label) < 2 or draw < cfg.alone_share + cfg.first_share:
+        return Layout(i, 0)
+    return Layout(i, rng.randint(1, len(a.label) - 1))
+
+
+def batch_inputs(
+    layouts: list[Layout], anchors: list[Anchor], kv: list, end: int, gen: torch.Generator, vocab: int, cfg
+):
+    """(cache, noised canvas, targets, pinned mask, loss weights, answer mask, positions) of a batch of layouts:
+    position k after the pin weighs exp(-k / gamma), pads pad_weight of that."""
+    rows = [anchors[lay.anchor] for lay in layouts]
+    widths = [lay.width(a) for lay, a in zip(layouts, rows, strict=True)]
+    lengths = [lay.cache_length(a) for lay, a in zip(layouts, rows, strict=True)]
+    cache = RowsCache([kv[lay.anchor] for lay in layouts], lengths, widths)
+    c = max(widths)
+    targets = torch.full((len(rows), c), PAD)
+    pinned = torch.zeros(len(rows), c, dtype=torch.bool)
+    answer = torch.zeros(len(rows), c, dtype=torch.bool)  # positions the encoder's answer holds
+    for r, (lay, a) in enumerate(zip(layouts, rows, strict=True)):
+        t = lay.target(a, end)
+        targets[r, : len(t)] = torch.tensor(t)
+        pinned[r, 0] = lay.pinned
+        answer[r, : min(lay.answer_length(a), len(t))] = True
+    inside = torch.arange(c)[None] < torch.tensor(widths)[:, None]
+    k = (torch.arange(c)[None] - pinned[:, :1].long()).clamp(min=0).float()
+    weights = torch.exp(-k / cfg.gamma)
+    weights = torch.where(targets == PAD, cfg.pad_weight * weights, weights) * inside * ~pinned
+    noise = torch.randint(0, vocab, targets.shape, generator=gen)
+    canvas = torch.where(pinned, targets, noise)
+    positions = torch.tensor(lengths)[:, None] + torch.arange(c)[None]
+    return cache, canvas, targets, pinned, weights, answer & inside, positions
+
+
+def pin(logits: torch.Tensor, pinned: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Pinned positions certain of their token (as the sampler's constrain makes them)."""
+    forced = torch.full_like(logits, -1e4).scatter(-1, targets[..., None], 0.0)
+    return torch.where(pinned[..., None], forced, logits)
+
+
+def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch.Generator, bound: float):
+    """The canvas of a draft's second pass, as denoise_canvas writes it: draws kept at the lowest-entropy
+    positions while their entropies sum under the bound, noise elsewhere; pins stay."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    sample = torch.multinomial(probs.view(-1, probs.shape[-1]), 1, generator=gen).view(canvas.shape)
+    keep = entropy_keep(categorical_entropy(logits.float()), bound)
+    noise = torch.randint(0, logits.shape[-1], canvas.shape, generator=gen)
+    return torch.where(pinned, canvas, torch.where(keep, sample, noise))
+
+
+# ----- 2. training -----
+def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float):
+    """(first pass's loss, second pass's loss, first logits, second logits) of a batch of canvases."""
+    cache, canvas, targets, pinned, weights, _, positions = inputs
+    vocab = net.config.vocab_size
+
+    def loss_of(logits):
+        per = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none")
+        return (per * weights.reshape(-1)).sum() / weights.sum().clamp(min=1e-6)
+
+    first = pin(net.decode(canvas, cache, None, positions), pinned, targets)
+    with torch.no_grad():
+        z = first.detach() / temp
+        x2 = second_canvas(z, canvas, pinned, gen, bound)
+    second = pin(net.decode(x2, cache, z.to(net.dtype), positions), pinned, targets)
+    return loss_of(first), loss_of(second), first, second
+
+
+def accepted_counts(logits: torch.Tensor, inputs) -> tuple[list[int], list[bool]]:
+    """Per canvas: the draft tokens the encoder accepts (its argmax after the pin, matched against the answer
+    up to the first miss, the stop included) and whether the whole answer was accepted."""
+    _, _, targets, pinned, _, answer, _ = inputs
+    draft = logits.argmax(-1)
+    counts, whole = [], []
+    for r in range(targets.shape[0]):
+        start = int(pinned[r, 0])
+        n = int(answer[r].sum()) - start
+        same = (draft[r, start : start + n] == targets[r, start : start + n]).long()
+        taken = int(same.cumprod(0).sum()) if n else 0
+        counts.append(taken)
+        whole.append(taken == n)
+    return counts, whole
+
+
+@torch.no_grad()
+def report(net, anchors: list[Anchor], kv: list, end: int, cfg: DecoderTrainConfig, bound: float) -> dict:
+    """Held-out figures: tokens accepted per decoder draft after 1 and 2 passes, for a speculative answer's first
+    draft and for later ones (after committed tokens); whole answers accepted; and the decoder alone after the
+    prompt (`alone_whole_2`: it writes the encoder's whole answer in 2 passes)."""
+    rng, gen = random.Random(1), torch.Generator().manual_seed(1)
+    layouts_of = {
+        "first": [Layout(i, 0) for i in range(len(anchors))],
+        "later": [Layout(i, rng.randint(1, len(a.label) - 1)) for i, a in enumerate(anchors) if len(a.label) >= 2],
+        "alone": [Layout(i, 0, pinned=False) for i in range(len(anchors))],
+    }
+    out: dict = {}
+    for name, layouts in layouts_of.items():
+        got = {1: [], 2: []}
+        whole = {1: [], 2: []}
+        for s in range(0, len(layouts), cfg.batch):
+            inputs = batch_inputs(layouts[s : s + cfg.batch], anchors, kv, end, gen, net.config.vocab_size, cfg)
+            _, _, l1, l2 = draft_losses(net, inputs, gen, bound, 1.0)
+            for steps, logits in ((1, l1), (2, l2)):
+                counts, full = accepted_counts(logits, inputs)
+                got[steps] += counts
+                whole[steps] += full
+        for steps in (1, 2):
+            out[f"{name}_accepted_{steps}"] = round(sum(got[steps]) / max(1, len(got[steps])), 3)
+            out[f"{name}_whole_{steps}"] = round(sum(whole[steps]) / max(1, len(whole[steps])), 3)
+    return out
+
+
+def _save(out: Path, net, opt, state: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    params = dict(decoder_only_parameters(net))
+    save_file({n: p.detach().contiguous() for n, p in params.items()}, str(out / "adapters.safetensors"))
+    moments = {}
+    for n, p in params.items():
+        st = opt.state.get(p)
+        if st:
+            moments[f"{n}::exp_avg"], moments[f"{n}::exp_avg_sq"] = st["exp_avg"], st["exp_avg_sq"]
+    save_file(moments, str(out / "optimizer.safetensors"))
+    tmp = out / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(out / "state.json")
+
+
+def _resume(out: Path, net, opt) -> dict | None:
+    if not (out / "state.json").exists():
+        return None
+    state = json.loads((out / "state.json").read_text())
+    params = dict(decoder_only_parameters(net))
+    with torch.no_grad():
+        for n, value in load_file(str(out / "adapters.safetensors")).items():
+            params[n].copy_(value)
+    moments = load_file(str(out / "optimizer.safetensors"))
+    for n, p in params.items():
+        if f"{n}::exp_avg" in moments:
+            opt.state[p] = {
+                "step": torch.tensor(float(state["step"])),
+                "exp_avg": moments[f"{n}::exp_avg"],
+                "exp_avg_sq": moments[f"{n}::exp_avg_sq"],
+            }
+    return state
+
+
+def export(net: DiffusionGemma, init: Path, dest: Path, extra: dict) -> Path:
+    """A model folder: the `init` folder's files, its weights untouched, with the decoder's adapters and
+    self-conditioning MLP in the init's dtype, the adapters' rank in its config, and the card asking for the
+    decoder's drafts (diffill_speculative)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in init.iterdir():
+        if f.is_file() and f.name not in ("model.safetensors", "config.json", "generation_config.json"):
+            shutil.copy2(f, dest / f.name)
+    tensors = load_file(str(init / "model.safetensors"))
+    dtype = tensors[DECODER_PREFIX + "embed_tokens.weight"].dtype
+    for n, p in decoder_only_parameters(net):
+        tensors[DECODER_PREFIX + n] = p.detach().to(dtype).contiguous()
+    save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((init / "config.json").read_text())
+    config.setdefault("text_config", config)[ADAPTER_KEY] = net.config.decoder_adapter_rank
+    (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    card = (
+        json.loads((init / "generation_config.json").read_text()) if (init / "generation_config.json").exists() else {}
+    )
+    card["diffill_speculative"] = True
+    (dest / "generation_config.json").write_text(json.dumps(card, indent=1) + "\n")
+    (dest / "decoder_training.json").write_text(json.dumps(extra, indent=1) + "\n")
+    return dest
+
+
+def batches(anchors: list[Anchor], rng: random.Random, cfg: DecoderTrainConfig) -> Iterator[list[Layout]]:
+    while True:
+        order = list(range(len(anchors)))
+        rng.shuffle(order)
+        for s in range(0, len(order) - cfg.batch + 1, cfg.batch):
+            yield [draw_layout(i, anchors[i], rng, cfg) for i in order[s : s + cfg.batch]]
+
+
+def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
+    """Labels, trains (up to `minutes`, resuming a stopped run), reports, exports `<out>/model`."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out, init = Path(cfg.out), Path(cfg.init)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    net = load_model(init, dtype=torch.float32)
+    if net.config.decoder_adapter_rank:
+        raise ValueError(f"{init} has decoder adapters already: start from the plain model")
+    tokenizer = CodeTokenizer.from_file(init / "tokenizer.json")
+    vocabulary = Vocabulary(tokenizer)
+    end = vocabulary.format.end_id
+    bound = 0.1
+    corpus = Path(cfg.corpus)
+    train_set = write_labels(net, vocabulary, corpus / "train.jsonl", out / "labels-train.jsonl", cfg.anchors, cfg,
+                             cfg.seed, log)  # fmt: skip
+    held = write_labels(net, vocabulary, corpus / "heldout.jsonl", out / "labels-heldout.jsonl",
+                        cfg.heldout_anchors, cfg, cfg.seed + 1, log)  # fmt: skip
+    log(f"labels: {len(train_set)} train, {len(held)} held out; encoding their caches")
+    kv_train = [encoded(net, a) for a in train_set]
+    kv_held = [encoded(net, a) for a in held]
+
+    attach_decoder_adapters(net, cfg.rank)
+    for p in net.parameters():
+        p.requires_grad_(False)
+    params = [p for _, p in decoder_only_parameters(net)]
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    state = _resume(out, net, opt) or {"step": 0, "seconds": 0.0, "reports": []}
+    if not state["reports"]:
+        state["reports"].append({"step": 0, **report(net, held, kv_held, end, cfg, bound)})
+        log(f"held out before training: {state['reports'][-1]}")
+    rng = random.Random(cfg.seed + state["step"])
+    gen = torch.Generator().manual_seed(cfg.seed + state["step"])
+    stream = batches(train_set, rng, cfg)
+    budget = cfg.minutes * 60
+    t0, last_save, last_report = time.perf_counter() - state["seconds"], time.perf_counter(), time.perf_counter()
+    net.train()
+    while time.perf_counter() - t0 < budget:
+        frac = (time.perf_counter() - t0) / budget
+        for g in opt.param_groups:  # cosine to a tenth over the run's minutes, after 50 steps of warm-up
+            g["lr"] = cfg.lr * min(1.0, (state["step"] + 1) / 50) * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+        inputs = batch_inputs(next(stream), train_set, kv_train, end, gen, net.config.vocab_size, cfg)
+        # the second pass self-conditions on the first's logits as the speculator passes them (untempered) or
+        # as the card's sampler does (tempered 0.4-0.8)
+        temp = 1.0 if rng.random() < 0.5 else 0.4 + 0.4 * rng.random()
+        l1, l2, _, _ = draft_losses(net, inputs, gen, bound, temp)
+        loss = l1 + cfg.second_weight * l2
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        state["step"] += 1
+        state["seconds"] = time.perf_counter() - t0
+        if state["step"] % 50 == 0:
+            log(f"step {state['step']} loss {l1.item():.3f} / {l2.item():.3f} ({state['seconds']:.0f} s)")
+        if time.perf_counter() - last_report > cfg.report_every_s:
+            net.eval()
+            state["reports"].append({"step": state["step"], **report(net, held, kv_held, end, cfg, bound)})
+            log(f"held out at step {state['step']}: {state['reports'][-1]}")
+            net.train()
+            last_report = time.perf_counter()
+        if time.perf_counter() - last_save > cfg.save_every_s:
+            _save(out, net, opt, state)
+            last_save = time.perf_counter()
+    net.eval()
+    if state["reports"][-1]["step"] != state["step"]:
+        state["reports"].append({"step": state["step"], **report(net, held, kv_held, end, cfg, bound)})
+        log(f"held out at the end (step {state['step']}): {state['reports'][-1]}")
+    _save(out, net, opt, state)
+    export(net, init, out / "model", {"config": asdict(cfg), **state})
+    log(f"exported {out / 'model'}")
+    return state
