@@ -41,7 +41,7 @@ from diffill.infill.vocabulary import Vocabulary
 from diffill.model.adapters import attach_decoder_adapters, decoder_only_parameters
 from diffill.model.config import ADAPTER_KEY
 from diffill.model.diffusion_gemma import DiffusionGemma
-from diffill.model.draws import categorical_entropy, entropy_keep
+from diffill.model.draws import categorical_entropy, entropy_keep, pin_logits
 from diffill.model.loader import DECODER_PREFIX, load_model
 from diffill.model.speculative import Speculator
 from diffill.model.tokenizer import PAD, CodeTokenizer
@@ -244,12 +244,6 @@ def batch_inputs(
     return cache, canvas, targets, pinned, weights, answer & inside, positions
 
 
-def pin(logits: torch.Tensor, pinned: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Pinned positions certain of their token (as the sampler's constrain makes them)."""
-    forced = torch.full_like(logits, -1e4).scatter(-1, targets[..., None], 0.0)
-    return torch.where(pinned[..., None], forced, logits)
-
-
 def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch.Generator, bound: float):
     """The canvas of a draft's second pass, as denoise_canvas writes it: draws kept at the lowest-entropy
     positions while their entropies sum under the bound, noise elsewhere; pins stay."""
@@ -270,11 +264,11 @@ def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float):
         per = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none")
         return (per * weights.reshape(-1)).sum() / weights.sum().clamp(min=1e-6)
 
-    first = pin(net.decode(canvas, cache, None, positions), pinned, targets)
+    first = pin_logits(net.decode(canvas, cache, None, positions), pinned, targets)
     with torch.no_grad():
         z = first.detach() / temp
         x2 = second_canvas(z, canvas, pinned, gen, bound)
-    second = pin(net.decode(x2, cache, z.to(net.dtype), positions), pinned, targets)
+    second = pin_logits(net.decode(x2, cache, z.to(net.dtype), positions), pinned, targets)
     return loss_of(first), loss_of(second), first, second
 
 
