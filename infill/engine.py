@@ -154,11 +154,7 @@ class CompletionEngine:
         """What a session is given besides the request's: the speculative rounds (when the options ask for them)
         and the vocabulary's extensions, by which a token's belief counts the texts that go on alike."""
         d = o.drafts
-        spec = (
-            Speculation(tuning.SPECULATIVE_CANVAS, tuning.SPECULATIVE_STEPS, tuning.SEED, d.decoder_drafts)
-            if d.speculative
-            else None
-        )
+        spec = Speculation(tuning.SPECULATIVE_CANVAS, tuning.SEED, d.decoder_drafts) if d.speculative else None
         return {"speculation": spec, "extensions": self.vocabulary.extensions, "tokenizer": self.tokenizer}
 
     def _known_names(self, request: Request, path: str | None, o: EngineOptions) -> KnownNames | None:

@@ -21,8 +21,7 @@ SEED = 0  # the denoiser's and the rename scorer's noise: the same answer for th
 # The rest-of-line beam makes a pass per token where speculative greedy drafts verify several at once: it runs only
 # under a latency budget at least this long ("Speculative rounds drafted by the code around").
 BEAM_FROM_BUDGET_MS = 300.0
-SPECULATIVE_CANVAS = 16  # tokens the decoder drafts per speculative round, in this many passes ("Diffusion
-SPECULATIVE_STEPS = 1  # carries the answer (#21)")
+SPECULATIVE_CANVAS = 16  # tokens the decoder drafts beside each speculative pass ("Diffusion carries the answer", #21)
 
 # --- copies of lines (infill.sources.copies, infill.priors, infill.doubt) ---------------------------------------
 # Rest of line: other copies within this many nats of the best make the answer the start they share

@@ -103,3 +103,25 @@ class KVCache:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values if t is not None)
+
+
+class CacheHead:
+    """The first `length` positions of a cache (growing or static), read-only: what a canvas drafted beside a
+    causal pass sees of it (DiffusionGemma.encode_beside), the causal rows' last position and after left out."""
+
+    def __init__(self, cache, length: int):
+        self.cache = cache
+        self.length = length
+
+    def begin(self, positions: torch.Tensor, causal: bool) -> None:
+        """Nothing to build: the canvas sees all it reads."""
+
+    def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor, causal: bool, window: int | None):
+        """As KVCache.attend for a canvas: the last window-1 positions before `length` (all on full layers)
+        then the canvas's own, no mask."""
+        if causal:
+            raise ValueError("a cache's head is read by a canvas, not written")
+        first = 0 if window is None else max(0, self.length - (window - 1))
+        past_k = self.cache.keys[layer][:, :, first : self.length]
+        past_v = self.cache.values[layer][:, :, first : self.length]
+        return torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), None

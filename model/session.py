@@ -63,11 +63,10 @@ class Budget(Protocol):
 
 @dataclass(frozen=True)
 class Speculation:
-    """How greedy drafts are written (model.speculative): the decoder drafts `canvas` tokens in `steps` passes
-    where `decoder` is on and the code around drafts nothing."""
+    """How greedy drafts are written (model.speculative): the decoder drafts `canvas` tokens beside each
+    verifying pass where `decoder` is on, for the rounds the code around drafts nothing."""
 
     canvas: int = 16
-    steps: int = 1
     seed: int = 0
     decoder: bool = False
 
@@ -112,7 +111,7 @@ class PromptSession:
         self._speculator = None
         if speculation is not None:
             s = speculation
-            self._speculator = Speculator(model.net, s.canvas, s.steps, s.seed, s.decoder)
+            self._speculator = Speculator(model.net, s.canvas, s.seed, s.decoder)
         # Token log-probabilities the speculative rounds verified (draft tokens -> theirs), for `beliefs`.
         self._verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = {}
         model.prefill(prompt, cache)

@@ -1,17 +1,19 @@
-"""Self-speculative decoding: the canvas decoder drafts, the causal encoder verifies and commits.
+"""Self-speculative decoding: the canvas decoder drafts, the causal encoder verifies and commits, in one pass a round.
 
-The decoder writes a whole canvas at once (one or two parallel passes over noise, reading the encoder's cache).
-The encoder, being causal, then scores every position of that draft in one pass: its own next-token choice after
-each prefix of the draft. The longest prefix on which the two agree, plus the encoder's token where they first
-differ, is committed; the agreed tokens' keys/values are already in the cache from the verifying pass, and the
-encoder's token starts the next canvas, pinned, so it costs no pass of its own. The answer is therefore exactly
-the encoder's greedy answer under the same evidence mixing and constraints (what `DiffusionModel.ar_drafts`
-with k=1 writes, one encoder pass per token): the decoder only decides how many tokens each encoder pass
-commits. A draft the decoder gets right end to end commits a canvas and one token more in two passes.
+The encoder, being causal, scores every position of a draft in one pass: its own next-token choice after each
+prefix of the draft. The longest prefix on which the two agree, plus the encoder's token where they first differ,
+is committed; the agreed tokens' keys/values are already in the cache from the verifying pass. The answer is
+therefore exactly the encoder's greedy answer under the same evidence mixing and constraints (what
+`DiffusionModel.ar_drafts` with k=1 writes, one encoder pass per token): the drafts only decide how many tokens
+each pass commits.
 
-A draft may also come from the n-gram evidence (`NgramMixer.draft`: what the code around says follows, the lookup
-drafts of prompt lookup decoding): it costs no pass, so a round that has one is the verifying pass alone. Where
-neither drafts, a round is one encoder pass that commits one token, as plain greedy decoding does.
+Drafts come first from the n-gram evidence (`NgramMixer.draft`: what the code around says follows, the lookup
+drafts of prompt lookup decoding), which cost nothing. Beside each verifying pass, in the same pass
+(`DiffusionGemma.encode_beside`), the decoder writes a canvas after the last token fed, pinned at its position 0:
+its guess of the token the encoder commits after a draft taken whole, and of the tokens after it. When the encoder
+takes the whole draft and commits the token the canvas guessed, the rest of the canvas is the next round's draft
+(where the code around has none); otherwise it is dropped. A decoder's draft therefore costs no pass of its own:
+a round is one pass whoever drafts, and never commits less than the encoder's one token.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from .beam import restrict
 from .cache import KVCache, hold_prompt
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
-from .sampler import SamplerConfig, denoise_canvas
 
 # A draft constraint: the ids the next token may take after the tokens so far (None: any). Token healing
 # holds an answer to the text taken back from the prompt until it is written.
@@ -62,26 +63,15 @@ def judged_with(ids: Sequence[int] | None, token: int) -> Sequence[int] | None:
 
 
 class Speculator:
-    """Runs the draft/verify loop for one net; `draft_steps` decoder passes per draft (self-conditioned after
-    the first), on a canvas of `canvas` tokens. The n-gram evidence drafts first where it has a draft; the
-    decoder drafts the other rounds when `decoder` is on (else they commit one token each)."""
+    """Runs the draft/verify loop for one net, the decoder's drafts on a canvas of `canvas` tokens. The n-gram
+    evidence drafts first where it has a draft; else the decoder's canvas of the pass before, when `decoder` is
+    on and that canvas still applies (else the round commits one token, as plain greedy decoding does)."""
 
-    def __init__(
-        self, net: DiffusionGemma, canvas: int = 16, draft_steps: int = 1, seed: int = 0, decoder: bool = True
-    ) -> None:
+    def __init__(self, net: DiffusionGemma, canvas: int = 16, seed: int = 0, decoder: bool = True) -> None:
         self.net = net
         self.canvas = canvas
         self.seed = seed
         self.decoder = decoder
-        # No temperature and no early stop: the draft is the decoder's argmax after exactly `draft_steps` passes.
-        self.sampler = SamplerConfig(
-            max_denoising_steps=draft_steps,
-            t_min=None,
-            t_max=None,
-            stability_threshold=None,
-            confidence_threshold=None,
-            eos_token_ids=[],
-        )
 
     @torch.inference_mode()
     def greedy(
@@ -98,11 +88,10 @@ class Speculator:
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
         `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
-        before each round after the first with the passes it would make (a decoder draft and the verification,
-        or the verification alone); when it says no, the tokens verified so far come back (`finished` False).
-        `extensions(token)`: the ids whose text starts with that token's, for `Speculation.prefix_logprobs`
-        (without it, each token's own log-probability); `among(tokens)`: where `allowed` holds, the ids the
-        logprobs are judged among (default: the allowed ones)."""
+        before each round after the first with the one pass it would make; when it says no, the tokens verified
+        so far come back (`finished` False). `extensions(token)`: the ids whose text starts with that token's,
+        for `Speculation.prefix_logprobs` (without it, each token's own log-probability); `among(tokens)`: where
+        `allowed` holds, the ids the logprobs are judged among (default: the allowed ones)."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -112,21 +101,22 @@ class Speculator:
         out: list[int] = []
         result = Speculation([], 0.0)
         pending = int(prompt[0, -1])  # the last committed token, re-encoded by each verifying pass for its state
+        canvas: list[int] = []  # the decoder's guesses after the last token fed, from the pass that fed it
         first = True
         while len(out) < max_tokens:
             room = max_tokens - len(out)
             draft = mix.draft(out, room, stop_ids) if mix is not None else []
             looked_up = bool(draft)
-            decoded = not looked_up and self.decoder
-            if not first and keep_going is not None and not keep_going(1 + decoded):
+            decoded = not looked_up and bool(canvas)
+            if decoded:
+                draft = canvas[:room]
+            if not first and keep_going is not None and not keep_going(1):
                 result.finished = False
                 break
-            if decoded:
-                draft = self._draft(cache, pending, generator, room)
-                result.passes += 1
             fed = torch.tensor([[pending, *draft]], device=device)
             base = cache.length
-            logp = torch.log_softmax(net.head(net.encode(fed, cache)[0]).float(), dim=-1)
+            hidden, canvas = self._verify_and_draft(fed, cache, generator, room - len(draft))
+            logp = torch.log_softmax(net.head(hidden[0]).float(), dim=-1)
             result.passes += 1
             taken = 0
             done = False
@@ -160,6 +150,10 @@ class Speculator:
                 result.looked_up.append(taken)
             elif decoded:
                 result.accepted.append(taken)
+            # The decoder's canvas went on after the whole draft: it still applies when the encoder took all of it
+            # and its guess of the token after agrees with the encoder's (the next round's pending token).
+            whole = taken == len(draft) and not done and bool(out)
+            canvas = canvas[1:] if whole and canvas[:1] == out[-1:] else []
             # The cache keeps `pending` and the accepted draft tokens; the token just chosen is pending.
             cache.truncate(base + 1 + taken)
             pending = out[-1] if out else pending
@@ -170,18 +164,18 @@ class Speculator:
         cache.truncate(n)
         return result
 
-    def _draft(self, cache: KVCache, pending: int, generator: torch.Generator, room: int) -> list[int]:
-        """The decoder's draft of at most `room` tokens after `pending`: the cache holds everything before it, and
-        it starts the canvas, pinned (on the first draft `pending` is the prompt's last token, so no pass encodes
-        it first: the layout `diffill train decoder` trains). A constraint (`allowed`) is left to the verify pass."""
-        net, device = self.net, self.net.device
-        start = cache.length
+    def _verify_and_draft(
+        self, fed: torch.Tensor, cache: KVCache, generator: torch.Generator, room: int
+    ) -> tuple[torch.Tensor, list[int]]:
+        """The encoder's hidden states over `fed` (appended to `cache`) and, in the same pass, the decoder's
+        argmax guesses of up to `room` tokens after fed's last token (pinned at the canvas's position 0, over
+        noise: the layout `diffill train decoder` trains). A constraint (`allowed`) is left to the verify pass;
+        without the decoder, or room for less than the token the encoder commits and one more, no canvas."""
+        net = self.net
         size = min(self.canvas, room + 1)
-        pin_mask = torch.zeros(1, size, dtype=torch.bool, device=device)
-        pin_mask[0, 0] = True
-        pin_ids = torch.full((1, size), pending, dtype=torch.long, device=device)
-        positions = torch.arange(start, start + size, device=device)[None]
-        result = denoise_canvas(
-            net, cache, positions, self.sampler, generator, size, pin_mask=pin_mask, pin_ids=pin_ids
-        )
-        return result.tokens[0, 1:].tolist()
+        if not self.decoder or size < 3:
+            return net.encode(fed, cache), []
+        noise = torch.randint(0, net.config.vocab_size, (1, size), generator=generator, device=fed.device)
+        noise[0, 0] = fed[0, -1]
+        hidden, beside = net.encode_beside(fed, noise, cache)
+        return hidden, net.head(beside[0, 1:]).argmax(-1).tolist()
