@@ -12,7 +12,8 @@ drafts of prompt lookup decoding), which cost nothing. Beside each verifying pas
 (`DiffusionGemma.encode_beside`), the decoder writes a canvas after the last token fed, pinned at its position 0:
 its guess of the token the encoder commits after a draft taken whole, and of the tokens after it. When the encoder
 takes the whole draft and commits the token the canvas guessed, the rest of the canvas is the next round's draft
-(where the code around has none); otherwise it is dropped. A decoder's draft therefore costs no pass of its own:
+where the code around has none, or where the code around's is a prefix of it (the decoder agrees and goes on);
+otherwise it is dropped. A decoder's draft therefore costs no pass of its own:
 a round is one pass whoever drafts, and never commits less than the encoder's one token.
 """
 
@@ -108,8 +109,8 @@ class Speculator:
             draft = mix.draft(out, room, stop_ids) if mix is not None else []
             looked_up = bool(draft)
             decoded = not looked_up and bool(canvas)
-            if decoded:
-                draft = canvas[:room]
+            if decoded or (looked_up and canvas[: len(draft)] == draft):
+                draft = canvas[:room]  # the decoder's, or the code around's where the decoder agrees and goes on
             if not first and keep_going is not None and not keep_going(1):
                 result.finished = False
                 break

@@ -95,6 +95,13 @@ def test_a_decoder_that_drafts_the_answer_commits_a_canvas_a_pass(model, monkeyp
     # after a draft of the code around that the encoder takes whole, the canvas beside it drafts on
     after = spec.greedy(prompt, 15, set(), mix=_evidence(model, prompt, want[:3]))
     assert after.tokens == want and after.looked_up[:1] == [3] and after.accepted[:1] == [6]
+    # the code around's draft stops where the decoder's, agreeing with it, goes on: the longer one is verified
+    # (the first pass commits want[0] and guesses want[0:7]; the code around drafts want[1:3] after want[0])
+    index = TokenIndex([[250, prompt[-1], *want[:3]]], model.config.vocab_size)  # no match after the prompt
+    mix = NgramMixer([index], prompt, weight=1e-4, per_order=0.0)
+    assert mix.draft([], 15) == [] and mix.draft(want[:1], 15) == want[1:3]
+    longer = spec.greedy(prompt, 15, set(), mix=mix)
+    assert longer.tokens == want and longer.looked_up[:1] == [6]
 
 
 def test_a_canvas_the_encoder_refuses_part_of_is_dropped(model, monkeypatch):
