@@ -49,6 +49,7 @@ from diffill.model.tokenizer import PAD, CodeTokenizer
 from .config import DecoderTrainConfig
 from .corpus import iter_docs
 from .cursors import cut
+from .train import load_moments, save_moments, write_state
 
 MAX_FILE_CHARS = 200_000  # files longer than this are left out (the daemon's eval does the same)
 
@@ -320,15 +321,8 @@ def _save(out: Path, net, opt, state: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     params = dict(decoder_only_parameters(net))
     save_file({n: p.detach().contiguous() for n, p in params.items()}, str(out / "adapters.safetensors"))
-    moments = {}
-    for n, p in params.items():
-        st = opt.state.get(p)
-        if st:
-            moments[f"{n}::exp_avg"], moments[f"{n}::exp_avg_sq"] = st["exp_avg"], st["exp_avg_sq"]
-    save_file(moments, str(out / "optimizer.safetensors"))
-    tmp = out / "state.json.tmp"
-    tmp.write_text(json.dumps(state, indent=1))
-    tmp.replace(out / "state.json")
+    save_moments(out / "optimizer.safetensors", opt, params)
+    write_state(out, state)
 
 
 def _resume(out: Path, net, opt) -> dict | None:
@@ -339,14 +333,7 @@ def _resume(out: Path, net, opt) -> dict | None:
     with torch.no_grad():
         for n, value in load_file(str(out / "adapters.safetensors")).items():
             params[n].copy_(value)
-    moments = load_file(str(out / "optimizer.safetensors"))
-    for n, p in params.items():
-        if f"{n}::exp_avg" in moments:
-            opt.state[p] = {
-                "step": torch.tensor(float(state["step"])),
-                "exp_avg": moments[f"{n}::exp_avg"],
-                "exp_avg_sq": moments[f"{n}::exp_avg_sq"],
-            }
+    load_moments(out / "optimizer.safetensors", opt, params, state["step"])
     return state
 
 

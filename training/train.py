@@ -149,21 +149,41 @@ def distilled(
 
 
 # ----- checkpoints (safetensors + json, never pickle) -----
-def save_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer, state: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    save_model(net, out / "model")
-    names = {id(p): n for n, p in net.named_parameters()}
+def save_moments(path: Path, opt: torch.optim.Optimizer, params: dict[str, torch.nn.Parameter]) -> None:
+    """The Adam moments of the named parameters that have them, as one safetensors file."""
     moments = {}
-    for group in opt.param_groups:
-        for p in group["params"]:
-            st = opt.state.get(p)
-            if st:
-                moments[f"{names[id(p)]}::exp_avg"] = st["exp_avg"].contiguous()
-                moments[f"{names[id(p)]}::exp_avg_sq"] = st["exp_avg_sq"].contiguous()
-    save_file(moments, str(out / "optimizer.safetensors"))
+    for name, p in params.items():
+        st = opt.state.get(p)
+        if st:
+            moments[f"{name}::exp_avg"] = st["exp_avg"].contiguous()
+            moments[f"{name}::exp_avg_sq"] = st["exp_avg_sq"].contiguous()
+    save_file(moments, str(path))
+
+
+def load_moments(path: Path, opt: torch.optim.Optimizer, params: dict[str, torch.nn.Parameter], step: int) -> None:
+    """`save_moments`' file back into `opt`'s state, at optimizer step `step`."""
+    moments = load_file(str(path))
+    for name, p in params.items():
+        if f"{name}::exp_avg" in moments:
+            opt.state[p] = {
+                "step": torch.tensor(float(step)),
+                "exp_avg": moments[f"{name}::exp_avg"].to(p.device),  # safetensors loads onto the CPU
+                "exp_avg_sq": moments[f"{name}::exp_avg_sq"].to(p.device),
+            }
+
+
+def write_state(out: Path, state: dict) -> None:
+    """The run's JSON state, replaced whole (a stop mid-write leaves the last one)."""
     tmp = out / "state.json.tmp"
     tmp.write_text(json.dumps(state, indent=1))
     tmp.replace(out / "state.json")
+
+
+def save_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer, state: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    save_model(net, out / "model")
+    save_moments(out / "optimizer.safetensors", opt, dict(net.named_parameters()))
+    write_state(out, state)
 
 
 def load_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer) -> dict:
@@ -179,14 +199,7 @@ def load_checkpoint(out: Path, net: DiffusionGemma, opt: torch.optim.Optimizer) 
     own["encoder_layer_scalars"] = torch.cat(scalars)
     net.load_state_dict(own)
     state = json.loads((out / "state.json").read_text())
-    moments = load_file(str(out / "optimizer.safetensors"))
-    for name, p in net.named_parameters():
-        if f"{name}::exp_avg" in moments:
-            opt.state[p] = {
-                "step": torch.tensor(float(state["step"])),
-                "exp_avg": moments[f"{name}::exp_avg"].to(p.device),  # safetensors loads onto the CPU
-                "exp_avg_sq": moments[f"{name}::exp_avg_sq"].to(p.device),
-            }
+    load_moments(out / "optimizer.safetensors", opt, dict(net.named_parameters()), state["step"])
     return state
 
 
