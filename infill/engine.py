@@ -143,7 +143,12 @@ class CompletionEngine:
                 canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
                 inputs = plans.Inputs(model, request, o, canvas, o.drafts.beam_width(budget), others, names, cost)
                 answer = plans.PLANS[plan](inputs)
-                self.pass_clock.observe((time.perf_counter() - answer_from) * 1e3, self.prompter.passes - answer_passes)
+                # the pass clock times planned passes: a prefill run inside the answer is left out
+                prefilled = model.counts
+                self.pass_clock.observe(
+                    (time.perf_counter() - answer_from) * 1e3 - prefilled.prefill_ms,
+                    self.prompter.passes - answer_passes - prefilled.prefill_passes,
+                )
                 cost.count_drafts(model.counts)
         finally:
             cost.passes += self.prompter.passes - passes

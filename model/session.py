@@ -8,7 +8,9 @@ a canvas denoised with pins and a seed, a rename's slot scores. It never sees a 
 What a session owns, so that no caller re-establishes it:
 - the cache rule: opening a session encodes what the encoder cache lacks of the prompt but its last token (the
   prefill; the cache is reused across keystrokes by key, `Prompter`), and every operation feeds that token again
-  with what it adds, for its hidden state;
+  with what it adds, for its hidden state. A session with speculative rounds leaves the prefill to its first
+  draft, whose first pass carries it (one pass fewer); any other operation first runs it as its own pass. Either
+  way `counts` says what the prefill cost inside the answer, which the pass clock leaves out;
 - the healing constraint (`Healing`): drafts and denoising start with the text taken back from the prompt, and
   beliefs are judged among the ids that write it;
 - the deadline (`Budget`) and cancellation: a draft stops where the time left does not afford another pass (what
@@ -22,6 +24,7 @@ operations on the same ids (docs/architecture.md has the contract).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,6 +82,8 @@ class DraftCounts:
     accepted: int = 0  # their tokens it accepted
     lookups: int = 0  # drafts from the n-gram evidence it verified
     looked_up: int = 0  # their tokens it accepted
+    prefill_passes: int = 0  # passes that encoded the prompt after the session opened (a draft carried it, or not)
+    prefill_ms: float = 0.0  # their milliseconds
 
 
 class PromptSession:
@@ -114,7 +119,18 @@ class PromptSession:
             self._speculator = Speculator(model.net, s.canvas, s.seed, s.decoder)
         # Token log-probabilities the speculative rounds verified (draft tokens -> theirs), for `beliefs`.
         self._verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = {}
-        model.prefill(prompt, cache)
+        self._unfilled = self._speculator is not None  # the prefill is left to the first draft
+        if not self._unfilled:
+            model.prefill(prompt, cache)
+
+    def _prefilled(self) -> None:
+        """The prefill an operation other than a speculative draft needs first, timed as the prefill."""
+        if self._unfilled:
+            began, passes = time.perf_counter(), self.model.net.passes
+            self.model.prefill(self.prompt, self._cache)
+            self.counts.prefill_passes += self.model.net.passes - passes
+            self.counts.prefill_ms += (time.perf_counter() - began) * 1e3
+            self._unfilled = False
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -153,6 +169,10 @@ class PromptSession:
                 self.extensions,
                 self.healing.judged_among if head is None else None,
             )
+            if self._unfilled and found.prefill_ms:
+                self.counts.prefill_passes += 1
+                self.counts.prefill_ms += found.prefill_ms
+            self._unfilled = False
             self.counts.drafts += len(found.accepted)
             self.counts.accepted += sum(found.accepted)
             self.counts.lookups += len(found.looked_up)
@@ -160,12 +180,14 @@ class PromptSession:
             if head is None:
                 self._verified[tuple(found.tokens)] = (found.logprobs, found.prefix_logprobs)
             return found.tokens, found.score
+        self._prefilled()
         watched = {} if self.budget is None and self.cancel is None else {"keep_going": self._keep_going}
         return self.model.ar_drafts(prompt, max_tokens, stop, self._cache, allowed, k=width, mix=mix, **watched)[0]
 
     def scores(self, continuations: list[list[int]], end_ids: Collection[int] | None = None) -> list[float]:
         """Each continuation's summed log-probability after the prompt; with `end_ids`, the probability that one of
         them comes next counted too (a whole line: the line end included)."""
+        self._prefilled()
         return self.model.continuation_logprobs(self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix)
 
     def beliefs(self, ids: list[int]) -> tuple[list[float], list[float]]:
@@ -176,6 +198,7 @@ class PromptSession:
             if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
                 return logprobs[: len(ids)], prefix[: len(ids)]
         among = self.healing.judged_among
+        self._prefilled()
         return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
 
     def denoise(
@@ -193,6 +216,7 @@ class PromptSession:
         (or as many as the time left affords), the first seeded with `init` and holding `pins` (canvas offset ->
         id), cut before its first token under `min_confidence`, up to its EOS. None when the time left does not
         afford one step and the encoder's commit of the canvas (the caller keeps what it has)."""
+        self._prefilled()
         fits = self.budget.passes_left() if self.budget is not None else None
         if fits is not None:
             if fits < 2:
@@ -215,6 +239,7 @@ class PromptSession:
     def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:
         """How much the model believes each slot of a candidate canvas (DiffusionModel.slot_logprobs)."""
         check(self.cancel)
+        self._prefilled()
         return self.model.slot_logprobs(self.prompt, canvas, slots, self._cache, seed)
 
 

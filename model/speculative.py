@@ -19,6 +19,7 @@ a round is one pass whoever drafts, and never commits less than the encoder's on
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -43,7 +44,9 @@ class Speculation:
     logprobs: list[float] = field(default_factory=list)
     # each token's log-probability that the text goes on as its text does (`extensions`), on the same footing
     prefix_logprobs: list[float] = field(default_factory=list)
-    passes: int = 0  # sequential model passes: decoder drafts plus encoder verifications
+    passes: int = 0  # sequential model passes: one a round (the decoder's canvas rides in it)
+    # milliseconds of the first pass when it also encoded the prompt's uncached tail (the prefill it carried), else 0
+    prefill_ms: float = 0.0
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
     looked_up: list[int] = field(default_factory=list)  # the same, per draft from the n-gram evidence
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
@@ -97,11 +100,14 @@ class Speculator:
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
         cache = cache if cache is not None else net.new_cache()
-        hold_prompt(net, prompt, cache, n - 1)  # its last token is fed again with the first draft, for its state
+        if cache.length > n - 1:
+            cache.truncate(n - 1)  # the last token is fed again, for its state
+        # What the cache lacks of the prompt (its last token at least) is fed with the first draft: the prefill
+        # and the first verification are one pass.
+        pending = prompt[0, cache.length :].tolist()
         generator = torch.Generator(device=device).manual_seed(self.seed)
         out: list[int] = []
         result = Speculation([], 0.0)
-        pending = int(prompt[0, -1])  # the last committed token, re-encoded by each verifying pass for its state
         canvas: list[int] = []  # the decoder's guesses after the last token fed, from the pass that fed it
         first = True
         while len(out) < max_tokens:
@@ -114,11 +120,13 @@ class Speculator:
             if not first and keep_going is not None and not keep_going(1):
                 result.finished = False
                 break
-            fed = torch.tensor([[pending, *draft]], device=device)
-            base = cache.length
+            fed = torch.tensor([[*pending, *draft]], device=device)
+            base, began = cache.length, time.perf_counter()
             hidden, canvas = self._verify_and_draft(fed, cache, generator, room - len(draft))
-            logp = torch.log_softmax(net.head(hidden[0]).float(), dim=-1)
+            logp = torch.log_softmax(net.head(hidden[0, len(pending) - 1 :]).float(), dim=-1)
             result.passes += 1
+            if len(pending) > 1:
+                result.prefill_ms = (time.perf_counter() - began) * 1e3
             taken = 0
             done = False
             for i, row in enumerate(logp):  # row i predicts the token after `pending` and draft[:i]
@@ -156,13 +164,13 @@ class Speculator:
             whole = taken == len(draft) and not done and bool(out)
             canvas = canvas[1:] if whole and canvas[:1] == out[-1:] else []
             # The cache keeps `pending` and the accepted draft tokens; the token just chosen is pending.
-            cache.truncate(base + 1 + taken)
-            pending = out[-1] if out else pending
+            cache.truncate(base + len(pending) + taken)
+            pending = out[-1:] if out else pending[-1:]
             first = False
             if done:
                 break
         result.tokens = out
-        cache.truncate(n)
+        hold_prompt(net, prompt, cache, n)  # (encodes the prompt only when no round ran)
         return result
 
     def _verify_and_draft(

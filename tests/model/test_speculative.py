@@ -155,8 +155,15 @@ def test_drafts_from_the_code_around_cost_no_pass_and_change_nothing(model):
     # the code around continues with the model's own answer: one verifying pass commits it all
     mix = _evidence(model, prompt, want)
     assert _greedy(model, prompt, 12, set(), mix=mix)[0] == want
+    before = model.net.passes
     got = Speculator(model.net, canvas=8, decoder=False).greedy(prompt, 12, set(), mix=mix)
     assert got.tokens == want and got.passes == 1 and got.looked_up == [12] and got.accepted == []
+    # the prompt's prefill rides in that pass too: one pass in all, and its time is told apart
+    assert model.net.passes - before == 1 and got.prefill_ms > 0
+    cache = model.net.new_cache()
+    model.net.encode(torch.tensor([prompt[:-1]]), cache)
+    again = Speculator(model.net, canvas=8, decoder=False).greedy(prompt, 12, set(), cache=cache, mix=mix)
+    assert again.tokens == want and again.passes == 1 and again.prefill_ms == 0  # nothing left to prefill
     # code around that continues otherwise: every draft is refused, each round still commits the encoder's token
     wrong = [t + 1 for t in want]
     mix = _evidence(model, prompt, wrong)

@@ -1,0 +1,50 @@
+"""A session's prefill (model.session): a speculative session's first draft carries it in its first pass; any
+other first operation runs it as a pass of its own; either way the answer is the same and `counts` tells it."""
+
+from __future__ import annotations
+
+import pytest
+from tiny import random_model, tiny_config
+
+from diffill.model.session import Prompter, Speculation
+
+PROMPT = [2, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return random_model(tiny_config(), seed=2, eos=[])
+
+
+def _draft(model, speculation, then_scores: bool = False):
+    prompter = Prompter(model)
+    before = model.net.passes
+    with prompter.session("doc", PROMPT, speculation=speculation) as session:
+        opened = model.net.passes - before
+        ids, score = session.draft(8, set())
+        scores = session.scores([ids[:3]]) if then_scores else None
+        return ids, score, scores, opened, model.net.passes - before, session.counts
+
+
+def test_a_speculative_first_draft_carries_the_prefill_in_its_first_pass(model):
+    plain_ids, plain_score, _, opened, plain_passes, plain_counts = _draft(model, None)
+    assert opened == 1 and plain_counts.prefill_passes == 0  # opening the session was the prefill
+    assert plain_passes == 1 + len(plain_ids)  # then a pass a token
+    ids, score, _, opened, passes, counts = _draft(model, Speculation(canvas=6, decoder=False))
+    assert ids == plain_ids and score == pytest.approx(plain_score, abs=1e-4)
+    assert opened == 0 and passes <= len(plain_ids)  # the first pass carried the prefill: at least one fewer
+    assert counts.prefill_passes == 1 and counts.prefill_ms > 0
+
+
+def test_an_operation_other_than_a_draft_runs_the_prefill_first(model):
+    prompter = Prompter(model)
+    with prompter.session("doc", PROMPT, speculation=Speculation(canvas=6)) as session:
+        before = model.net.passes
+        alone = session.scores([[50, 51]])
+        assert session.counts.prefill_passes == 1 and model.net.passes - before == 2  # the prefill, then the scores
+    with Prompter(model).session("doc", PROMPT) as eager:
+        assert eager.scores([[50, 51]]) == pytest.approx(alone, abs=1e-4)
+        assert eager.counts.prefill_passes == 0
+    # after a draft, nothing is left to prefill
+    _, _, scores, _, _, counts = _draft(model, Speculation(canvas=6), then_scores=True)
+    assert counts.prefill_passes == 1 and scores is not None
