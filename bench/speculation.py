@@ -5,7 +5,8 @@ decoder's drafts. Per mode: passes and milliseconds per answer, tokens accepted 
 decoder's first draft, after the prompt, apart from its later ones, after committed tokens), and how many answers
 are token for token the greedy one (all of them, or the loop is wrong).
 
-`python -m diffill.bench.speculation --root FOLDER [--root ...] [--model DIR] [--n 80] [--siblings]`
+`python -m diffill.bench.speculation --root FOLDER [--root ...] [--model DIR] [--n 80] [--siblings]
+[--decoder-canvas N]`
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def run(
     seed: int = 0,
     canvas: int = 16,
     siblings: bool = False,
+    decoder_canvas: int | None = None,
     out=print,
 ) -> list[dict]:
     cases = draw_cases(roots, n, random.Random(seed))
@@ -52,7 +54,7 @@ def run(
         asks.append((c.kind, request, mix, stops, canvas - 1 if request.line else 2 * canvas))
     rows, greedy = [], {}
     for mode in MODES:
-        spec = Speculator(loaded.model.net, canvas=canvas, decoder=mode == "lookups+decoder")
+        spec = Speculator(loaded.model.net, canvas=decoder_canvas or canvas, decoder=mode == "lookups+decoder")
         by_kind: dict[str, dict[str, list]] = {}
         for i, (kind, request, mix, stops, room) in enumerate(asks):
             got = by_kind.setdefault(kind, {k: [] for k in ("passes", "ms", "same", "first", "later", "lookups")})
@@ -93,8 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=80)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--siblings", action="store_true", help="evidence from the files beside each case's too")
+    parser.add_argument("--decoder-canvas", type=int, help="the decoder's canvas beside each pass (default 16)")
     args = parser.parse_args(argv)
-    run(args.root, args.model, args.n, args.seed, siblings=args.siblings)
+    run(args.root, args.model, args.n, args.seed, siblings=args.siblings, decoder_canvas=args.decoder_canvas)
 
 
 if __name__ == "__main__":
