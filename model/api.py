@@ -228,12 +228,15 @@ class DiffusionModel:
         cache: KVCache | None = None,
         end_ids: Collection[int] | None = None,
         mix: NgramMixer | None = None,
+        logps_out: dict | None = None,
     ) -> list[float]:
         """Log-probability (summed, nats) of each token sequence right after the prompt under the encoder's LM
         head: how much the model believes each candidate text (a workspace symbol, its own draft). With `end_ids`,
         each score also counts the probability that one of those ids comes next (the line ends there), so whole
-        lines compare with the beam's drafts, which end in a stop token. `mix`: as in `ar_drafts`."""
-        return [sum(row) for row in scoring.continuation_rows(self.net, prompt_ids, continuations, cache, end_ids, mix)]
+        lines compare with the beam's drafts, which end in a stop token. `mix`: as in `ar_drafts`. `logps_out`: as
+        scoring.continuation_rows fills it (each continuation's rows, for its beliefs without another pass)."""
+        rows = scoring.continuation_rows(self.net, prompt_ids, continuations, cache, end_ids, mix, logps_out=logps_out)
+        return [sum(row) for row in rows]
 
     def token_beliefs(
         self,

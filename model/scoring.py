@@ -39,12 +39,15 @@ def continuation_rows(
     allowed: Allowed | None = None,
     extensions: Extensions | None = None,
     prefix_rows: list[list[float]] | None = None,
+    logps_out: dict[tuple[int, ...], torch.Tensor] | None = None,
 ) -> list[list[float]]:
     """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
     Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
     the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
     of the prompt's cached keys/values; the cache is left holding the prompt. With `extensions`, each row's
-    prefix beliefs (`token_beliefs`) are appended to `prefix_rows`."""
+    prefix beliefs (`token_beliefs`) are appended to `prefix_rows`. `logps_out` gets each continuation's
+    log-probability rows (its tokens -> one row per token), from which `beliefs_from` reads its beliefs later
+    without another pass."""
     rows: list[list[float]] = [[] for _ in continuations]
     asked = [i for i, tokens in enumerate(continuations) if tokens]
     if not asked:
@@ -66,25 +69,42 @@ def continuation_rows(
     for b, i in enumerate(asked):
         tokens = continuations[i]
         logp = logps[b, : len(fed[b])]
-        ids = torch.tensor(tokens, device=device)
-        if mix is None:
-            row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
-        else:  # each token's mixed probability alone (NgramMixer.mix_at)
-            row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
-        norms = [0.0] * len(tokens)
-        if allowed is not None:
-            norms = [_mass(judged_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)]
-            row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
+        if logps_out is not None:
+            logps_out[tuple(tokens)] = logp[: len(tokens)]
+        row, prefix = beliefs_from(logp, tokens, mix, allowed, extensions)
         if prefix_rows is not None and extensions is not None:
-            prefix_rows.append(
-                [_mass(extensions(t), logp[j], tokens[:j], mix) - norms[j] for j, t in enumerate(tokens)]
-            )
+            prefix_rows.append(prefix)
         if ends is not None:
             end = logp[len(tokens)]
             end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
             row.append(float(torch.logsumexp(end, 0)))
         rows[i] = row
     return rows
+
+
+def beliefs_from(
+    logp: torch.Tensor,
+    tokens: list[int],
+    mix: NgramMixer | None,
+    allowed: Allowed | None,
+    extensions: Extensions | None,
+) -> tuple[list[float], list[float]]:
+    """(each token's log-probability, each position's prefix belief: `token_beliefs`) from the encoder's
+    log-probability rows after the prompt and each token before (`logp[j]` judges `tokens[j]`)."""
+    if not tokens:
+        return [], []
+    ids = torch.tensor(tokens, device=logp.device)
+    if mix is None:
+        row = logp[: len(tokens)].gather(-1, ids.unsqueeze(-1)).squeeze(-1).tolist()
+    else:  # each token's mixed probability alone (NgramMixer.mix_at)
+        row = [float(mix.mix_at(tokens[:j], logp[j], ids[j : j + 1])[0]) for j in range(len(tokens))]
+    norms = [0.0] * len(tokens)
+    if allowed is not None:
+        norms = [_mass(judged_with(allowed(tokens[:j]), t), logp[j], tokens[:j], mix) for j, t in enumerate(tokens)]
+        row = [lp - norm for lp, norm in zip(row, norms, strict=True)]
+    if extensions is None:
+        return row, list(row)
+    return row, [_mass(extensions(t), logp[j], tokens[:j], mix) - norms[j] for j, t in enumerate(tokens)]
 
 
 def _mass(ids: Sequence[int] | None, logp: torch.Tensor, before: list[int], mix: NgramMixer | None) -> float:

@@ -30,10 +30,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+import torch
+
 from .api import DiffusionModel
 from .cancel import check
 from .ngram import NgramMixer
 from .prompt_cache import PromptCache
+from .scoring import beliefs_from
 from .speculative import Allowed, Extensions, Speculator
 
 
@@ -119,6 +122,8 @@ class PromptSession:
             self._speculator = Speculator(model.net, s.canvas, s.seed, s.decoder)
         # Token log-probabilities the speculative rounds verified (draft tokens -> theirs), for `beliefs`.
         self._verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = {}
+        # The encoder's log-probability rows of the continuations `scores` ranked, for their `beliefs`.
+        self._scored: dict[tuple[int, ...], torch.Tensor] = {}
         self._unfilled = self._speculator is not None  # the prefill is left to the first draft
         if not self._unfilled:
             model.prefill(prompt, cache)
@@ -188,16 +193,22 @@ class PromptSession:
         """Each continuation's summed log-probability after the prompt; with `end_ids`, the probability that one of
         them comes next counted too (a whole line: the line end included)."""
         self._prefilled()
-        return self.model.continuation_logprobs(self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix)
+        return self.model.continuation_logprobs(
+            self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix, logps_out=self._scored
+        )
 
     def beliefs(self, ids: list[int]) -> tuple[list[float], list[float]]:
         """For each token of `ids` after the prompt and the tokens before it: its log-probability, and the
         log-probability that the text goes on as its text does (DiffusionModel.token_beliefs), judged as the
-        drafts were (Healing.judged_among). What the speculative rounds verified is read back."""
+        drafts were (Healing.judged_among). What the speculative rounds verified, or `scores` ranked, is read
+        back without a pass."""
         for tokens, (logprobs, prefix) in self._verified.items():
             if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
                 return logprobs[: len(ids)], prefix[: len(ids)]
         among = self.healing.judged_among
+        for tokens, logp in self._scored.items():
+            if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
+                return beliefs_from(logp, ids, self.mix, among, self.extensions)
         self._prefilled()
         return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
 

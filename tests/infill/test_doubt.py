@@ -173,7 +173,7 @@ def _copying_engine(beliefs, **knobs):
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(tok.encode("Handler(x)\n"), -30.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             return [-1.0 for _ in continuations]
 
         def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):

@@ -93,7 +93,7 @@ def test_a_completion_runs_its_stages_in_order():
             calls.append(("draft", id(cache)))
             return [(tok.encode("total(x)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             calls.append(("copies", id(cache)))
             return [-50.0 for _ in continuations]
 

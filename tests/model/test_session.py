@@ -1,5 +1,6 @@
 """A session's prefill (model.session): a speculative session's first draft carries it in its first pass; any
-other first operation runs it as a pass of its own; either way the answer is the same and `counts` tells it."""
+other first operation runs it as a pass of its own; either way the answer is the same and `counts` tells it. What `scores` ranked is believed without a pass.
+"""
 
 from __future__ import annotations
 
@@ -48,3 +49,19 @@ def test_an_operation_other_than_a_draft_runs_the_prefill_first(model):
     # after a draft, nothing is left to prefill
     _, _, scores, _, _, counts = _draft(model, Speculation(canvas=6), then_scores=True)
     assert counts.prefill_passes == 1 and scores is not None
+
+
+def test_beliefs_of_a_scored_continuation_are_read_back_without_a_pass(model):
+    copies = [[50, 51, 52, 53], [60, 61]]
+    with Prompter(model).session("doc", PROMPT) as session:
+        session.scores(copies, end_ids={1})
+        before = model.net.passes
+        read_back = session.beliefs(copies[0][:3])  # a copy cut short is a start of what was scored
+        assert model.net.passes == before
+        fresh = session.beliefs([70, 71])  # never scored: a pass of its own
+        assert model.net.passes == before + 1
+    with Prompter(model).session("doc", PROMPT) as alone:
+        want = alone.beliefs(copies[0][:3])
+        assert alone.beliefs([70, 71])[0] == pytest.approx(fresh[0], abs=1e-4)
+    assert len(read_back[0]) == 3
+    assert read_back[0] == pytest.approx(want[0], abs=1e-4) and read_back[1] == pytest.approx(want[1], abs=1e-4)

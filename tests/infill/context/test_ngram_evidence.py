@@ -122,7 +122,7 @@ def _mixers_seen(tmp_path, monkeypatch, weight):
             seen.append(("draft", mix))
             return [(tok.encode("other(x)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             seen.append(("copies", mix))
             return [-2.0 for _ in continuations]
 

@@ -22,7 +22,7 @@ def test_a_line_copied_from_the_file_wins_unless_the_model_is_much_surer_of_its_
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(tok.encode("Handler(x)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             asked_ends.append(end_ids)
             return [-1.0 - own_lead for _ in continuations]
 
@@ -55,7 +55,7 @@ def test_copies_are_not_scored_when_the_time_left_does_not_afford_it():
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None, **kw):
             return [(tok.encode("Handler(x)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             scored.append(continuations)
             return [-1.0 for _ in continuations]
 
@@ -85,7 +85,7 @@ def test_a_new_line_copies_the_line_that_followed_the_same_line_elsewhere(own_le
                 line_beams.append(k)
             return [(tok.encode("    pass\n"), -1.0)]  # the line's indentation written again (token healing)
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             return [-1.0 - own_lead for _ in continuations]
 
         def denoise(self, prompt, cache=None, init=None, **kw):
@@ -113,7 +113,7 @@ def test_mid_line_the_line_that_followed_the_line_above_elsewhere_is_finished():
             drafted.append(k)
             return [(tok.encode("ose()\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             return [-50.0 for _ in continuations]  # far less likely than the draft: a copy wins all the same
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", symbol_prior=None, token_healing=False))
@@ -139,7 +139,7 @@ def test_copies_the_model_finds_as_likely_give_the_start_they_share(gap, hedge, 
         def ar_drafts(self, prompt, max_tokens, stop_ids, cache=None, first_allowed=None, k=1, mix=None):
             return [(tok.encode("True(z)\n"), -1.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             return [-2.0 if "y" in tok.decode(c) else -2.0 - gap for c in continuations]
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", symbol_prior=None, token_healing=False))

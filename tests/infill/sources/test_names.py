@@ -55,7 +55,7 @@ def test_a_known_name_replaces_the_drafts_word_unless_the_model_is_much_surer(ow
             drafts.append(prompt)  # the first drafts the word; a second continues after a chosen name
             return [(tok.encode("ress(x)\n") if len(drafts) == 1 else tok.encode("(x)\n"), 0.0)]
 
-        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None):
+        def continuation_logprobs(self, prompt, continuations, cache=None, end_ids=None, mix=None, logps_out=None):
             return [0.0 if tok.decode(c).startswith("ress") else -own_lead for c in continuations]
 
     eng = CompletionEngine(Drafter(net), tok, options(steps=2, draft="ar", token_healing=False, copy_prior=None))
