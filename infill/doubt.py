@@ -5,11 +5,16 @@ likely enough. A shorter answer that is right beats a longer one that goes wrong
 from __future__ import annotations
 
 import math
+import re
 
 from diffill.model.session import PromptSession
+from diffill.model.speculative import Enough
 
 from . import tuning
 from .options import RankOptions
+
+# A draft's text has gone past the word being typed (infill.sources.names reads that word whole).
+_WORD_ENDED = re.compile(r"\W")
 
 
 def doubt_floor(source: str, encoder_judges: bool, rank: RankOptions) -> float | None:
@@ -65,16 +70,64 @@ def cut_at_doubt(
         return None
     n = next((i for i, t in enumerate(ids) if t in specials), len(ids))  # up to its end or padding
     body = ids[:n]
+    logprobs, goes_on = model.beliefs(body)
+    at = doubted_at(logprobs, goes_on, past_healed(model, body, healed), floor, joint)
+    return None if at is None else body[:at]
+
+
+def past_healed(model: PromptSession, ids: list[int], healed: str) -> int:
+    """The index of the first token of `ids` whose text goes past the healed text (the typed word is given: the
+    tokens that write it are not judged)."""
+    return next((i for i in range(len(ids)) if len(model.decode(ids[: i + 1])) > len(healed)), len(ids))
+
+
+def doubted_at(
+    logprobs: list[float],
+    goes_on: list[float],
+    first: int,
+    floor: float | None,
+    joint: float | None,
+    more: bool = False,
+) -> int | None:
+    """How many tokens of an answer are shown (`cut_at_doubt`'s rule on its beliefs, judged from token `first`
+    on), or None for all of them. `more`: tokens are still to follow the last one (a draft being written), so
+    the last token's own doubt already ends the answer after it."""
     log_floor = math.log(floor) if floor is not None else -math.inf
     log_joint = math.log(joint) if joint is not None else -math.inf
-    logprobs, goes_on = model.beliefs(body)
     before = 0.0  # the log-probability of the tokens before, past the healed text
-    for i, (logp, prefix) in enumerate(zip(logprobs, goes_on, strict=True)):
-        if len(model.decode(body[: i + 1])) <= len(healed):  # still writing what is typed
-            continue
+    for i in range(first, len(logprobs)):
+        logp, prefix = logprobs[i], goes_on[i]
         if prefix < log_floor or before + prefix < log_joint:
-            return body[:i]
-        if i + 1 < len(body) and (logp < log_floor or before + logp < log_joint):
-            return body[: i + 1]  # this token's text is believed, not the token itself: what follows it is not
+            return i
+        if (more or i + 1 < len(logprobs)) and (logp < log_floor or before + logp < log_joint):
+            return i + 1  # this token's text is believed, not the token itself: what follows it is not
         before += logp
     return None
+
+
+def draft_ends(
+    model: PromptSession,
+    healed: str,
+    floor: float | None,
+    joint: float | None,
+    specials: frozenset[int],
+    whole_word: bool = False,
+) -> Enough | None:
+    """The test by which a draft of the model's own answer stops early (None: it never does): given its tokens so
+    far and their beliefs, whether `cut_at_doubt` with these floors ends the answer before whatever follows, and
+    with `whole_word`, the draft has written the word being typed whole (known names are judged against it, and
+    extend a cut inside it), and a token after the cut (the filters read the character after an answer). Tokens
+    written after that are never shown, so verifying them is a wasted pass: the rest of the line is written only
+    if the filters ask for it (plans.Answer.whole)."""
+    if floor is None and joint is None:
+        return None
+
+    def ended(tokens: list[int], logprobs: list[float], goes_on: list[float]) -> bool:
+        n = next((i for i, t in enumerate(tokens) if t in specials), len(tokens))
+        body = tokens[:n]
+        at = doubted_at(logprobs[:n], goes_on[:n], past_healed(model, body, healed), floor, joint, more=True)
+        if at is None or at >= len(body):  # (the text after the cut is drafted too: filters read what follows)
+            return False
+        return not whole_word or _WORD_ENDED.search(model.decode(body), len(healed)) is not None
+
+    return ended

@@ -150,10 +150,10 @@ class CompletionEngine:
                     self.prompter.passes - answer_passes - prefilled.prefill_passes,
                 )
                 cost.count_drafts(model.counts)
+                with cost.stage("filters"):  # (in the session: a filter may ask for the rest of the answer's line)
+                    return self._filtered(doc, request, answer)
         finally:
             cost.passes += self.prompter.passes - passes
-        with cost.stage("filters"):
-            return self._filtered(doc, request, answer.ids, answer.cut, answer.source)
 
     def _session_options(self, o: EngineOptions) -> dict:
         """What a session is given besides the request's: the speculative rounds (when the options ask for them)
@@ -181,15 +181,19 @@ class CompletionEngine:
         mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory)
         return others, mix
 
-    def _filtered(
-        self, doc: SyntaxDocument, request: Request, ids: list[int], cut: list[int] | None, source: str
-    ) -> Completion | None:
+    def _filtered(self, doc: SyntaxDocument, request: Request, answer: plans.Answer) -> Completion | None:
         """The edit the filters make of the answer, or None when it would change nothing. The edit starts as a
         plain insertion; the suffix-overlap filter extends it over the rest of the line when the model rewrote
         that rest (as it was trained to), so closing brackets are never doubled. An answer cut short at doubt is
-        judged for syntax as the line it was cut from (see filters.syntax_guard)."""
-        raw = request.unhealed(self.tokenizer.decode(cut if cut is not None else ids))
-        cut_from = request.unhealed(self.tokenizer.decode(ids)) if cut is not None else ""
+        judged for syntax as the line it was cut from (see filters.syntax_guard), written to its end only if
+        the syntax guard asks for it (plans.Answer.whole)."""
+        ids, cut, decode = answer.ids, answer.cut, self.tokenizer.decode
+        raw = request.unhealed(decode(cut if cut is not None else ids))
+        cut_from = request.unhealed(decode(ids)) if cut is not None else ""
+        rest_of_whole = None
+        if answer.whole is not None:
+            whole = answer.whole
+            rest_of_whole = lambda: request.unhealed(decode(whole()))  # noqa: E731
         offset = request.offset
         at = Candidate.at(
             doc.text,
@@ -199,6 +203,7 @@ class CompletionEngine:
             raw,
             tree=doc.tree,
             whole=cut_from,
+            rest_of_whole=rest_of_whole,
             source=doc.source,
             offset_byte=doc.byte_offset(offset),
         )
@@ -207,7 +212,7 @@ class CompletionEngine:
             return None
         if doc.text[offset : out.replace_end] == out.text:  # the edit would change nothing
             return None
-        return Completion(offset, out.replace_end, out.text, request.span.kind, source)
+        return Completion(offset, out.replace_end, out.text, request.span.kind, answer.source)
 
     def _neighbours(self, path: str | None) -> Neighbours:
         """The open documents and the folder's files around `path` (infill.context.neighbours)."""

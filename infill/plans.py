@@ -14,9 +14,11 @@ edit instead (a rename in progress, a signature being changed), `CompletionEngin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from diffill.model.session import PromptSession
+from diffill.model.speculative import Enough
 
 from . import doubt, tuning
 from .cost import Cost
@@ -54,6 +56,9 @@ class Answer:
     ids: list[int]  # the answer as written
     cut: list[int] | None  # its start the model believes, where it doubts the rest (None: all of it)
     source: str  # "model", "copy" (a copied rest of line) or "next line"
+    # where `ids` were written only as far as they are shown (a draft stopped at doubt): writes the rest, giving
+    # the whole line's ids (the filters ask for it only where they run an answer on along its line)
+    whole: Callable[[], list[int]] | None = None
 
 
 def rest_of_line(a: Inputs) -> Answer:
@@ -61,16 +66,19 @@ def rest_of_line(a: Inputs) -> Answer:
     copied_next = _next_line(a)
     if copied_next is not None:
         return copied_next
-    with a.cost.stage("draft"):
-        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names)
     with a.cost.stage("copies"):
-        copied = copies.rest_of_line_copy(a.model, a.request, a.others, drafted.score, a.options.copies)
+        found = copies.rest_of_line_copies(a.request, a.others, a.options.copies)
+    with a.cost.stage("draft"):
+        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names, _draft_ends(a))
+        own = draft.OwnLine(a.model, a.request, drafted, a.canvas, a.beam)
+    with a.cost.stage("copies"):
+        copied = copies.rest_of_line_copy(a.model, a.request, found, own.score_against, a.options.copies)
     if copied:
         return _cut(a, copied.ids, "copy", copied.places, encoder_judges=True)
+    if own.draft.open_end and not a.request.known_tail:
+        return _cut(a, own.ids, "model", 0, encoder_judges=True, whole=own.whole_line)
     with a.cost.stage("denoise"):
-        ids = draft.with_known_tail(
-            a.model, a.request, draft.drafted(drafted.canvas, a.request.end), a.canvas, a.options
-        )
+        ids = draft.with_known_tail(a.model, a.request, own.ids, a.canvas, a.options)
     return _cut(a, ids, "model", 0, encoder_judges=True)
 
 
@@ -104,6 +112,18 @@ def _next_line(a: Inputs) -> Answer | None:
     return _cut(a, copied.ids, "next line", copied.places, encoder_judges=False) if copied else None
 
 
+def _draft_ends(a: Inputs) -> Enough | None:
+    """Where the model's own rest of line may stop being drafted: past the point its cut at doubt ends it
+    (infill.doubt.draft_ends) and, where known names contest its word, past that word; never where a known tail
+    must close it (its check reads the whole line). Copies that contest it have the rest drafted if they need
+    it (draft.OwnLine)."""
+    if a.request.known_tail:
+        return None
+    rank, healed = a.options.rank, a.request.healed
+    floor, joint = doubt.doubt_floor("model", True, rank), doubt.answer_floor("model", rank, a.request.prose)
+    return doubt.draft_ends(a.model, healed, floor, joint, a.request.specials, whole_word=a.names is not None)
+
+
 def _canvases(a: Inputs) -> dict[str, float | int]:
     """How the decoder's span is denoised: two canvases for a block, cut where the decoder doubts it."""
     return {"min_confidence": a.options.rank.span_confidence, "canvases": 1 if a.request.line else 2}
@@ -119,15 +139,24 @@ def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
     return _cut(a, ids, "model", 0, encoder_judges=False)
 
 
-def _cut(a: Inputs, ids: list[int], source: str, places: int, encoder_judges: bool) -> Answer:
+def _cut(
+    a: Inputs,
+    ids: list[int],
+    source: str,
+    places: int,
+    encoder_judges: bool,
+    whole: Callable[[], list[int]] | None = None,
+) -> Answer:
     """The answer with its start the model believes (infill.doubt): token by token where the encoder judges
-    it, and all its tokens together; a cut inside a known name goes on to the name's end."""
+    it, and all its tokens together; a cut inside a known name goes on to the name's end. `whole`: as
+    Answer.whole (kept for an answer that is cut)."""
     o, request = a.options, a.request
     with a.cost.stage("cut"):
         floor = doubt.doubt_floor(source, encoder_judges, o.rank)
         joint = doubt.answer_floor(source, o.rank, request.prose, places)
         cut = doubt.cut_at_doubt(a.model, ids, request.healed, floor, joint, specials=request.specials)
-        return Answer(ids, whole_name(a.model, ids, cut, a.names), source)
+        cut = whole_name(a.model, ids, cut, a.names)
+        return Answer(ids, cut, source, whole if cut is not None else None)
 
 
 PLANS = {REST_OF_LINE: rest_of_line, LINES: lines, CANVAS: canvas}

@@ -37,7 +37,7 @@ from .cancel import check
 from .ngram import NgramMixer
 from .prompt_cache import PromptCache
 from .scoring import beliefs_from
-from .speculative import Allowed, Extensions, Speculator
+from .speculative import Allowed, Enough, Extensions, Speculator
 
 
 @dataclass(frozen=True)
@@ -153,15 +153,26 @@ class PromptSession:
         return self.affords(passes)
 
     def draft(
-        self, max_tokens: int, stop: Collection[int], width: int = 1, head: list[int] | None = None
+        self,
+        max_tokens: int,
+        stop: Collection[int],
+        width: int = 1,
+        head: list[int] | None = None,
+        enough: Enough | None = None,
     ) -> tuple[list[int], float]:
         """The likeliest continuation of a beam `width` wide (1: the greedy one, by speculative rounds when the
         session has them) up to a stop id (included) or `max_tokens`, and its summed log-probability. `head`:
         tokens already chosen after the prompt (a known name), which write the healed text: the draft goes on
-        after them, unconstrained."""
+        after them, unconstrained. `enough`: where speculative rounds write it, the test that stops them early
+        (model.speculative.Enough: what follows would not be shown); the tokens and score are then as far as
+        they went."""
         prompt, mix, allowed = self.prompt, self.mix, self.healing.allowed
+        known = None  # the head's beliefs, where a pass before gave them: the whole answer's are then known
         if head is not None:
             prompt, mix, allowed = prompt + head, mix and mix.after(head), None
+            known = self._known_beliefs(head)
+            if enough is not None:
+                enough = None if known is None else _after(head, known, enough)
         if width == 1 and self._speculator is not None:
             found = self._speculator.greedy(
                 prompt,
@@ -173,6 +184,7 @@ class PromptSession:
                 self._keep_going,
                 self.extensions,
                 self.healing.judged_among if head is None else None,
+                enough,
             )
             if self._unfilled and found.prefill_ms:
                 self.counts.prefill_passes += 1
@@ -184,6 +196,9 @@ class PromptSession:
             self.counts.looked_up += sum(found.looked_up)
             if head is None:
                 self._verified[tuple(found.tokens)] = (found.logprobs, found.prefix_logprobs)
+            elif known is not None:
+                logprobs, prefix = known
+                self._verified[tuple(head + found.tokens)] = (logprobs + found.logprobs, prefix + found.prefix_logprobs)
             return found.tokens, found.score
         self._prefilled()
         watched = {} if self.budget is None and self.cancel is None else {"keep_going": self._keep_going}
@@ -202,15 +217,22 @@ class PromptSession:
         log-probability that the text goes on as its text does (DiffusionModel.token_beliefs), judged as the
         drafts were (Healing.judged_among). What the speculative rounds verified, or `scores` ranked, is read
         back without a pass."""
+        known = self._known_beliefs(ids)
+        if known is not None:
+            return known
+        self._prefilled()
+        among = self.healing.judged_among
+        return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
+
+    def _known_beliefs(self, ids: list[int]) -> tuple[list[float], list[float]] | None:
+        """`beliefs(ids)` where a pass before gave them (a verified draft, a scored continuation), else None."""
         for tokens, (logprobs, prefix) in self._verified.items():
             if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
                 return logprobs[: len(ids)], prefix[: len(ids)]
-        among = self.healing.judged_among
         for tokens, logp in self._scored.items():
             if len(ids) <= len(tokens) and tuple(ids) == tokens[: len(ids)]:
-                return beliefs_from(logp, ids, self.mix, among, self.extensions)
-        self._prefilled()
-        return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
+                return beliefs_from(logp, ids, self.mix, self.healing.judged_among, self.extensions)
+        return None
 
     def denoise(
         self,
@@ -252,6 +274,12 @@ class PromptSession:
         check(self.cancel)
         self._prefilled()
         return self.model.slot_logprobs(self.prompt, canvas, slots, self._cache, seed)
+
+
+def _after(head: list[int], beliefs: tuple[list[float], list[float]], enough: Enough) -> Enough:
+    """`enough` for a draft that goes on after `head` (whose `beliefs` are known): judged on the whole answer."""
+    logprobs, prefix = beliefs
+    return lambda tokens, lps, prefixes: enough(head + tokens, logprobs + lps, prefix + prefixes)
 
 
 class Prompter:

@@ -34,6 +34,8 @@ from .ngram import NgramMixer
 # holds an answer to the text taken back from the prompt until it is written.
 Allowed = Callable[[list[int]], Sequence[int] | None]
 Extensions = Callable[[int], Sequence[int]]  # a token -> the ids whose text starts with its text
+# Whether a draft has gone far enough, given its tokens and their logprobs and prefix logprobs (Speculation's)
+Enough = Callable[[list[int], list[float], list[float]], bool]
 
 
 @dataclass
@@ -50,6 +52,7 @@ class Speculation:
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
     looked_up: list[int] = field(default_factory=list)  # the same, per draft from the n-gram evidence
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
+    enough: bool = False  # True when `enough` stopped it early: `tokens` is then a verified prefix
 
 
 def log_mass(logp: torch.Tensor, ids: Sequence[int]) -> float:
@@ -89,13 +92,16 @@ class Speculator:
         keep_going: Callable[[int], bool] | None = None,
         extensions: Extensions | None = None,
         among: Allowed | None = None,
+        enough: Enough | None = None,
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
         `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
         before each round after the first with the one pass it would make; when it says no, the tokens verified
         so far come back (`finished` False). `extensions(token)`: the ids whose text starts with that token's,
         for `Speculation.prefix_logprobs` (without it, each token's own log-probability); `among(tokens)`: where
-        `allowed` holds, the ids the logprobs are judged among (default: the allowed ones)."""
+        `allowed` holds, the ids the logprobs are judged among (default: the allowed ones). `enough(tokens,
+        logprobs, prefix_logprobs)` is asked after each round: when it says yes (what follows would not be
+        shown), the rounds stop (`enough` True)."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -168,6 +174,9 @@ class Speculator:
             pending = out[-1:] if out else pending[-1:]
             first = False
             if done:
+                break
+            if enough is not None and enough(out, result.logprobs, result.prefix_logprobs):
+                result.enough = True
                 break
         result.tokens = out
         hold_prompt(net, prompt, cache, n)  # (encodes the prompt only when no round ran)

@@ -7,6 +7,7 @@ without hidden state; an empty `text` means "no suggestion".
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -32,6 +33,9 @@ class Candidate:
     # The line this text was deliberately cut from (the engine keeps only the start the model is sure of), or "":
     # the syntax guard judges that whole line, since a short answer is a start to type on from, not a line.
     whole: str = ""
+    # Where the engine wrote that line only as far as it was shown (`whole` then holds that start, the character
+    # after the cut included): writes the rest, returning the whole line (`whole_line`).
+    rest_of_whole: Callable[[], str] | None = field(default=None, compare=False, repr=False)
     # doc_text's UTF-8 bytes and the cursor's byte offset in them, when the document keeps them (SyntaxDocument):
     # the syntax guard then places its edits without a pass over a large file's text.
     source: bytes | None = field(default=None, compare=False, repr=False)
@@ -48,11 +52,17 @@ class Candidate:
         *,
         tree: Any = None,
         whole: str = "",
+        rest_of_whole: Callable[[], str] | None = None,
         source: bytes | None = None,
         offset_byte: int | None = None,
     ) -> Candidate:
         """A raw model output inserted at the cursor, replacing nothing yet."""
-        return cls(text, doc_text, offset, span, language, offset, tree, whole, source, offset_byte)
+        return cls(text, doc_text, offset, span, language, offset, tree, whole, rest_of_whole, source, offset_byte)
+
+    def whole_line(self) -> str:
+        """The line this text was cut from, all of it: `whole`, its rest written now where the engine wrote only
+        its start (`rest_of_whole`)."""
+        return self.rest_of_whole() if self.rest_of_whole is not None else self.whole
 
     def with_text(self, text: str, replace_end: int | None = None) -> Candidate:
         """Same context, new text; replace_end defaults to the current one (an empty text replaces nothing)."""

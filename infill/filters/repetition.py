@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
 from diffill.infill.filters.base import Candidate
 from diffill.infill.text import is_blank, is_line_start, line_window, split_lines, split_lines_keepends
@@ -25,12 +26,29 @@ _HEX_OR_RULER = frozenset("0123456789abcdefABCDEF-=*#~_+/.<>^|)]}")  # `0xffffff
 MIN_STUTTER = 8  # characters a stutter must span
 
 
+def _degenerate(line: str) -> bool:
+    """Whether a line repeats its tokens or stutters (an answer must not run on along it)."""
+    return min(_repeated_tokens_cut(line), _stutter_cut(line)) < len(line)
+
+
+def _forgetting_degenerate(rest_of_whole: Callable[[], str]) -> Callable[[], str]:
+    """`rest_of_whole`, giving "" where the whole line it writes is degenerate."""
+
+    def whole() -> str:
+        line = rest_of_whole()
+        return "" if _degenerate(line) else line
+
+    return whole
+
+
 def drop_repetition(c: Candidate) -> Candidate:
     """Cut repeated lines / token groups after their first copy; empty the suggestion if it copies the line above.
     A degenerate line an answer was cut from (`Candidate.whole`) is forgotten: later filters must not run the
     answer on along it (`fr|` -> `omromromrom`)."""
-    if c.whole and min(_repeated_tokens_cut(c.whole), _stutter_cut(c.whole)) < len(c.whole):
-        c = dataclasses.replace(c, whole="")
+    if c.whole and _degenerate(c.whole):
+        c = dataclasses.replace(c, whole="", rest_of_whole=None)
+    elif c.rest_of_whole is not None:  # the rest, when it is written, is judged alike
+        c = dataclasses.replace(c, rest_of_whole=_forgetting_degenerate(c.rest_of_whole))
     if not c.text.strip():
         return c
     if _copies_line_above(c):

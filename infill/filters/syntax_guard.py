@@ -64,8 +64,9 @@ def syntax_guard(c: Candidate, judges: tuple[Callable[[Candidate], Candidate], .
             shorter = c.with_text(prefix + trail, replace_end=c.offset)
             if _acceptable(shorter, allowed, deadline):
                 return shorter
-        if c.whole.startswith(c.text) and _acceptable(c.with_text(c.whole), allowed, deadline):
-            longer = _shortest_extension(c, allowed, deadline)
+        whole = c.whole_line() if c.whole.startswith(c.text) else ""
+        if whole.startswith(c.text) and _acceptable(c.with_text(whole), allowed, deadline):
+            longer = _shortest_extension(c, whole, allowed, deadline)
             if all(judge(longer).text == longer.text for judge in judges):
                 return longer
     except _OutOfTime:
@@ -77,14 +78,14 @@ class _OutOfTime(Exception):
     """A parse of the edited document ran past its deadline."""
 
 
-def _shortest_extension(c: Candidate, allowed: int, deadline: float | None = None) -> Candidate:
-    """The shortest extension of an answer cut short, at a token end of the line it was cut from, that adds no
-    parse error (that line itself does not)."""
-    for end in (m.end() for m in _TOKEN_END_RE.finditer(c.whole, len(c.text))):
-        longer = c.with_text(c.whole[:end])
+def _shortest_extension(c: Candidate, whole: str, allowed: int, deadline: float | None = None) -> Candidate:
+    """The shortest extension of an answer cut short, at a token end of the line it was cut from (`whole`), that
+    adds no parse error (that line itself does not)."""
+    for end in (m.end() for m in _TOKEN_END_RE.finditer(whole, len(c.text))):
+        longer = c.with_text(whole[:end])
         if _acceptable(longer, allowed, deadline):
             return longer
-    return c.with_text(c.whole)
+    return c.with_text(whole)
 
 
 def _word_completion(c: Candidate) -> Candidate:

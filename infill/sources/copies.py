@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from diffill.model.session import PromptSession
@@ -19,6 +19,9 @@ from ..request import Request
 from .line_search import LineCopy, line_copies, next_line_copies
 
 WHOLE_LINE_BONUS = 8.0  # nats: a line that starts exactly like the one being typed is stronger evidence
+# The model's own answer as a copy's rival: its score, where it decides against a copy's score plus prior
+# (infill.sources.draft.OwnLine.score_against: it may be drafted further to tell)
+Rival = Callable[[float], float]
 COPY_PASSES = 2  # a copy costs the pass that scores the candidates and the one that cuts the winner at doubt
 
 
@@ -41,26 +44,33 @@ def next_line_copy(
     if not found:
         return None
     hedge = tuning.COPY_HEDGE if request.line else None
-    return _preferred(model, found, request, -math.inf, options.copy_prior, hedge)
+    return _preferred(model, found, request, lambda bar: -math.inf, options.copy_prior, hedge)
+
+
+def rest_of_line_copies(request: Request, others: Sequence[str], options: CopyOptions) -> list[LineCopy]:
+    """The other lines that start the way this one does (in the file, in `others`), whose rests may contest the
+    model's own (none when copies are off)."""
+    if options.copy_prior is None:
+        return []
+    return line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
 
 
 def rest_of_line_copy(
-    model: PromptSession, request: Request, others: Sequence[str], draft_score: float, options: CopyOptions
+    model: PromptSession, request: Request, found: list[LineCopy], own: Rival, options: CopyOptions
 ) -> Copied | None:
-    """A rest of line copied from another line that starts the same way that should be the answer instead of the
-    model's own (whose draft scored `draft_score`), or None: the file's own spelling of a call or an argument list
-    is a better guess than one the model makes up (docs/benchmarks.md)."""
+    """The rest of line copied from one of the lines `found` (rest_of_line_copies) that should be the answer
+    instead of the model's own (`own`: its score against a copy's), or None: the file's own spelling of a call or
+    an argument list is a better guess than one the model makes up (docs/benchmarks.md)."""
     if options.copy_prior is None:
         return None
-    found = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
-    return _preferred(model, found, request, draft_score, options.copy_prior, tuning.COPY_HEDGE)
+    return _preferred(model, found, request, own, options.copy_prior, tuning.COPY_HEDGE)
 
 
 def _preferred(
-    model: PromptSession, found: list[LineCopy], request: Request, rival: float, prior: float, hedge: float | None
+    model: PromptSession, found: list[LineCopy], request: Request, rival: Rival, prior: float, hedge: float | None
 ) -> Copied | None:
     """The copy the model scores best (to its line end) plus its prior (more for a whole line), if it does not
-    trail `rival`. With a `hedge`, copies that score within that many nats of the best are as likely: the answer
+    trail `rival`'s score. With a `hedge`, copies that score within that many nats of the best are as likely: the answer
     is the start they share (when it is more than whitespace), which all their places continue. None too when the
     time left does not afford scoring them and cutting the winner at doubt (the model's own answer is then what
     there is)."""
@@ -71,7 +81,7 @@ def _preferred(
     scores = model.scores(encoded, end_ids=request.line_stops)
     priors = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in found]
     top = best(scores, priors)
-    if trails(scores[top], priors[top], rival):
+    if trails(scores[top], priors[top], rival(scores[top] + priors[top])):
         return None
     if hedge is not None:
         rivals = [found[i] for i in within(scores, priors, top, hedge)]

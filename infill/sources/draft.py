@@ -7,11 +7,12 @@ a known name may start its word (infill.sources.names); other spans take the gre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from diffill.model.fim import build_canvas
 from diffill.model.session import PromptSession
+from diffill.model.speculative import Enough
 
 from .. import tuning
 from ..options import CopyOptions, DraftOptions, EngineOptions
@@ -24,6 +25,10 @@ from .names import KnownNames, preferred_name
 class Draft:
     canvas: list[int]  # the canvas seeded with the draft
     score: float  # the summed log-probability of the model's own best draft (its stop token included)
+    # the tokens `score` is of, when it stopped before its end (where it is no longer shown, or out of time): the
+    # whole line's score is at most that (None: it went to its end)
+    short: list[int] | None = None
+    open_end: bool = False  # the canvas's draft stopped before its line's end (OwnLine.whole_line writes the rest)
 
 
 def canvas_length(line: bool, model_canvas: int, options: DraftOptions) -> int:
@@ -35,21 +40,80 @@ def canvas_length(line: bool, model_canvas: int, options: DraftOptions) -> int:
     return canvas
 
 
-def draft(model: PromptSession, request: Request, canvas: int, beam: int, names: KnownNames | None) -> Draft:
+def draft(
+    model: PromptSession,
+    request: Request,
+    canvas: int,
+    beam: int,
+    names: KnownNames | None,
+    enough: Enough | None = None,
+) -> Draft:
     """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans, from a
     `beam` this wide). With `names`, a known name replaces the draft's own word when the model believes it nearly
-    as much, and the draft goes on after it."""
+    as much, and the draft goes on after it. `enough`: where the draft may stop early (infill.doubt.draft_ends:
+    what follows would not be shown)."""
     stop = request.stops
     k = beam if request.line else 1
-    ids, score = model.draft(canvas - 1, stop, k)
+    ids, score = model.draft(canvas - 1, stop, k, enough=enough)
+    short = None if _whole(ids, stop, canvas - 1) else ids
+    open_end = short is not None
     if names is not None:
         head = preferred_name(model, ids, names)
         if head is not None and len(head) < canvas - 1:
-            rest = model.draft(canvas - 1 - len(head), stop, k, head=head)
-            ids = head + rest[0]
-    while ids and ids[-1] in stop:
-        ids.pop()
-    return Draft(build_canvas(ids, canvas, request.end), score)
+            rest = model.draft(canvas - 1 - len(head), stop, k, head=head, enough=enough)
+            ids, open_end = head + rest[0], not _whole(rest[0], stop, canvas - 1 - len(head))
+    return Draft(build_canvas(_written(ids, stop), canvas, request.end), score, short, open_end)
+
+
+def _whole(ids: list[int], stop: Collection[int], room: int) -> bool:
+    """Whether a draft went to its end: a stop id, or all the room it had."""
+    return len(ids) >= room or bool(ids) and ids[-1] in stop
+
+
+def _written(ids: list[int], stop: Collection[int]) -> list[int]:
+    """A draft's text: its ids without the stop id that ended it."""
+    return ids[:-1] if ids and ids[-1] in stop else ids
+
+
+class OwnLine:
+    """The model's own rest of line, drafted only as far as it is shown (`enough`): the rest is drafted only where
+    it is needed, to judge a copy against the whole line (`score_against`), or for the line an answer was cut
+    from (`whole_line`: the syntax guard runs an answer on along it)."""
+
+    def __init__(self, model: PromptSession, request: Request, drafted: Draft, canvas: int, beam: int) -> None:
+        self.model, self.request, self.canvas, self.beam = model, request, canvas, beam
+        self.draft = drafted
+
+    @property
+    def ids(self) -> list[int]:
+        """The answer's ids as drafted so far."""
+        return drafted(self.draft.canvas, self.request.end)
+
+    def score_against(self, bar: float) -> float:
+        """The line's score where it decides against a rival scoring `bar`: as far as drafted when that is at most
+        `bar` already (a score only falls as the line goes on), else the whole line's, the rest drafted now (when
+        the time left affords it)."""
+        d = self.draft
+        if d.short is not None and d.score > bar and self.model.affords(1):
+            self._go_on(d.short)
+        return self.draft.score
+
+    def whole_line(self) -> list[int]:
+        """The ids of the answer's whole line (its rest drafted now, when the time left affords it)."""
+        if self.draft.open_end and self.model.affords(1):
+            self._go_on(self.ids)
+        return self.ids
+
+    def _go_on(self, ids: list[int]) -> None:
+        """Drafts on after `ids` (the scored draft, or the answer, or both) and keeps what that makes whole."""
+        d, stop = self.draft, self.request.stops
+        room = self.canvas - 1 - len(ids)
+        rest, score = self.model.draft(room, stop, self.beam if self.request.line else 1, head=ids)
+        whole = _whole(rest, stop, room)
+        longer = ids + _written(rest, stop)
+        answer, open_end = (longer, not whole) if ids == self.ids else (self.ids, d.open_end)
+        short, total = (None if whole else longer, d.score + score) if ids == d.short else (d.short, d.score)
+        self.draft = Draft(build_canvas(answer, self.canvas, self.request.end), total, short, open_end)
 
 
 def copy_seed(

@@ -116,6 +116,53 @@ def test_a_last_token_counts_every_token_that_goes_on_as_its_text_does():
     assert doubt.cut_at_doubt(_asked(decode, [-1.2], prefix=[-1.0]), [20], "", 0.5, specials=SPECIALS) == []
 
 
+def test_a_draft_ends_where_its_cut_would_end_it_whatever_follows():
+    """draft_ends: a draft being written stops once the cut at doubt ends the answer before what comes next and a
+    token after the cut is drafted (the filters read the character after an answer); a token whose own belief
+    fails (its text goes on) ends it after itself, since more follows."""
+    decode = {20: "a", 21: "b", 22: "c", 23: "(", 24: "d", EOS: ""}
+    asked = SimpleNamespace(decode=lambda ids: "".join(decode[i] for i in ids))
+    ends = doubt.draft_ends(asked, "", 0.5, 0.6, SPECIALS)
+    sure, doubted = math.log(0.9), math.log(0.3)
+    assert not ends([20], [sure], [sure])
+    assert not ends([20, 21, 22, 23], [sure] * 4, [sure] * 4)  # 0.66 together
+    assert ends([20, 21, 22, 23, 24], [sure] * 5, [sure] * 5)  # 0.59: the fifth is not shown, nor what follows
+    # `b` goes on surely, but not as itself: it is shown, what follows is not, once a token of it is drafted
+    assert not ends([20, 21], [sure, doubted], [sure, sure])
+    assert ends([20, 21, 22], [sure, doubted, sure], [sure, sure, sure])
+    assert ends([20, 21], [doubted, sure], [doubted, sure])  # the first token doubted: no answer at all
+    assert not ends([20, EOS], [sure, 0.0], [sure, 0.0])  # up to its end
+    assert ends([20, 21, EOS], [sure, doubted, 0.0], [sure, doubted, 0.0])  # (an end is never judged)
+    assert doubt.draft_ends(asked, "", None, None, SPECIALS) is None  # no cut at all: drafts go on
+    # the healed text is given: its tokens are not judged
+    assert not doubt.draft_ends(asked, "ab", 0.5, 0.6, SPECIALS)([20, 21], [doubted, doubted], [doubted, doubted])
+
+
+def test_with_known_names_a_draft_goes_on_to_the_end_of_the_typed_word():
+    """Known names are judged against the draft's word, and extend a cut inside it: a draft doubted inside the
+    word stops only once its text has left the word."""
+    decode = {20: "ab", 21: "c", 22: "d", 23: "("}
+    asked = SimpleNamespace(decode=lambda ids: "".join(decode[i] for i in ids))
+    ends = doubt.draft_ends(asked, "a", 0.5, 0.6, SPECIALS, whole_word=True)
+    doubted = math.log(0.3)
+    assert not ends([20, 21], [0.0, doubted], [0.0, doubted])  # `abc`: doubted, still in the word
+    assert not ends([20, 21, 22], [0.0, doubted, 0.0], [0.0, doubted, 0.0])
+    assert ends([20, 21, 22, 23], [0.0, doubted, 0.0, 0.0], [0.0, doubted, 0.0, 0.0])  # `abcd(`: the word ended
+    plain = doubt.draft_ends(asked, "a", 0.5, 0.6, SPECIALS)
+    assert plain([20, 21], [0.0, doubted], [0.0, doubted])
+
+
+def test_the_cut_and_a_drafts_end_apply_one_rule():
+    """doubted_at is the rule of both: on a finished answer the last token's own doubt cuts nothing more."""
+    sure, doubted = math.log(0.9), math.log(0.3)
+    logps, prefix = [sure, doubted], [sure, sure]
+    assert doubt.doubted_at(logps, prefix, 0, 0.5, None) is None  # finished: all of it shown
+    assert doubt.doubted_at(logps, prefix, 0, 0.5, None, more=True) == 2  # more to come: none of it shown
+    assert doubt.doubted_at([doubted, sure], [doubted, sure], 0, 0.5, None) == 0
+    assert doubt.doubted_at([doubted, sure], [doubted, sure], 1, 0.5, None) is None  # judged from token 1 on
+    assert doubt.doubted_at([sure] * 5, [sure] * 5, 0, None, 0.6) == 4  # 0.9 ** 5 < 0.6
+
+
 @pytest.mark.parametrize(
     "doubtful, floor, kept",
     [

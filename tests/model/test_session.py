@@ -65,3 +65,27 @@ def test_beliefs_of_a_scored_continuation_are_read_back_without_a_pass(model):
         assert alone.beliefs([70, 71])[0] == pytest.approx(fresh[0], abs=1e-4)
     assert len(read_back[0]) == 3
     assert read_back[0] == pytest.approx(want[0], abs=1e-4) and read_back[1] == pytest.approx(want[1], abs=1e-4)
+
+
+def test_a_draft_after_a_scored_head_is_believed_whole_without_a_pass(model):
+    """A draft that goes on after a head `scores` ranked (a known name) keeps the whole answer's beliefs: the
+    cut reads them back, and its `enough` is judged on the whole answer, the head's beliefs first."""
+    spec = Speculation(canvas=6, decoder=False)
+    with Prompter(model).session("doc", PROMPT, speculation=spec) as session:
+        own, _ = session.draft(4, set())
+        head = [50, 51]
+        session.scores([head, [60]])
+        asked = []
+        rest, _ = session.draft(6, set(), head=head, enough=lambda t, lp, g: asked.append((t, lp, g)) or len(t) >= 4)
+        before = model.net.passes
+        believed = session.beliefs(head + rest)
+        assert model.net.passes == before  # read back
+    assert len(rest) == 2 and len(asked[-1][0]) == 4 and asked[-1][0][:2] == head  # judged on head + rest
+    with Prompter(model).session("doc", PROMPT) as alone:
+        want = alone.beliefs(head + rest)
+    assert believed[0] == pytest.approx(want[0], abs=1e-4) and believed[1] == pytest.approx(want[1], abs=1e-4)
+    assert asked[-1][1] == pytest.approx(want[0], abs=1e-4)
+    with Prompter(model).session("doc", PROMPT, speculation=spec) as unscored:
+        unscored.draft(4, set())
+        went_on, _ = unscored.draft(6, set(), head=[50, 51], enough=lambda *a: True)
+        assert len(went_on) == 6  # no beliefs of its head: nothing to judge it by, the draft goes to its end

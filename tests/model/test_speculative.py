@@ -143,6 +143,27 @@ def test_the_cache_is_left_holding_the_prompt_and_keep_going_stops_at_a_verified
     assert cache.length == len(prompt)
 
 
+def test_enough_stops_the_rounds_at_a_verified_prefix_of_the_greedy_answer(model):
+    """`enough` is asked after each round with the tokens so far and their beliefs; when it says yes the rounds
+    stop there: what came back is the greedy answer's start, with the beliefs of each of its tokens."""
+    prompt = PROMPTS[1]
+    spec = Speculator(model.net, canvas=4, decoder=False)
+    full = spec.greedy(prompt, 10, set())
+    asked = []
+
+    def enough(tokens, logprobs, prefix):
+        asked.append((list(tokens), list(logprobs), list(prefix)))
+        return len(tokens) >= 3
+
+    part = spec.greedy(prompt, 10, set(), enough=enough)
+    assert part.enough and part.finished and part.tokens == full.tokens[:3] and part.passes == 3
+    assert part.logprobs == pytest.approx(full.logprobs[:3], abs=1e-5)
+    assert [a[0] for a in asked] == [full.tokens[:1], full.tokens[:2], full.tokens[:3]]  # a token a round here
+    assert asked[-1][1] == part.logprobs and asked[-1][2] == part.prefix_logprobs
+    never = spec.greedy(prompt, 10, set(), enough=lambda *a: False)
+    assert not never.enough and never.tokens == full.tokens
+
+
 def _evidence(model, prompt, stream):
     """A mixer whose code around holds the prompt's tail followed by `stream`."""
     index = TokenIndex([[*prompt[-3:], *stream]], model.config.vocab_size)

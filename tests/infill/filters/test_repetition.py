@@ -65,3 +65,19 @@ def test_a_degenerate_line_an_answer_was_cut_from_is_not_run_on_along(candidate)
     sound = dataclasses.replace(c, whole="om os import path, sep")
     assert drop_repetition(sound).whole == "om os import path, sep"
     assert postprocess(sound).text == "om os import path"
+
+
+def test_a_line_written_to_its_end_later_is_judged_for_repetition_then(candidate):
+    """Where the engine wrote the line an answer was cut from only as far as shown, the rest written later
+    (`Candidate.rest_of_whole`) is judged as a whole line would have been: a stutter there is forgotten too."""
+    from diffill.infill.postprocess import postprocess
+
+    c = candidate("python", "fr<CURSOR>\nx = path.sep\n", "om")
+    stutter = dataclasses.replace(c, whole="omr", rest_of_whole=lambda: "omromromromromromrom")
+    assert drop_repetition(stutter).whole_line() == ""
+    assert postprocess(stutter).text == "om"
+    sound = dataclasses.replace(c, whole="om o", rest_of_whole=lambda: "om os import path, sep")
+    assert drop_repetition(sound).whole_line() == "om os import path, sep"
+    assert postprocess(sound).text == "om os import path"
+    known_stutter = dataclasses.replace(c, whole="omromromromromromrom", rest_of_whole=lambda: 1 / 0)
+    assert drop_repetition(known_stutter).rest_of_whole is None  # its start stutters already: nothing is written

@@ -130,6 +130,31 @@ def test_an_answer_cut_short_parses_or_is_extended_along_its_whole_line(candidat
 
 
 @pytest.mark.parametrize(
+    ("src", "raw", "known", "whole", "expected", "asked"),
+    [
+        # the answer parses: the rest of its line is never written
+        ("x = a<CURSOR>\n", " + b", " + b +", " + b + c", " + b", False),
+        # a prefix parses: neither
+        ("x = self<CURSOR>\n", ".read(", ".read(n", ".read(n)", ".read", False),
+        # nothing does: the guard runs the answer on along its whole line, written now
+        ("im<CURSOR>\nx = 1\n", "port", "port o", "port os", "port os", True),
+        ("x = f<CURSOR>\n", "(", "(a", "(a) + b", "(a)", True),
+    ],
+)
+def test_the_rest_of_a_line_drafted_only_as_far_as_shown_is_written_when_the_guard_needs_it(
+    candidate, src, raw, known, whole, expected, asked
+):
+    """An answer whose line the engine wrote only past the cut (`whole` its start, `rest_of_whole` the rest):
+    the guard asks for the rest only where it runs the answer on along the line, and then judges as if the
+    whole line had been there all along."""
+    c = candidate("python", src, raw)
+    written = []
+    lazy = dataclasses.replace(c, whole=known, rest_of_whole=lambda: written.append(whole) or whole)
+    assert syntax_guard(lazy).text == expected == syntax_guard(dataclasses.replace(c, whole=whole)).text
+    assert written == ([whole] if asked else [])
+
+
+@pytest.mark.parametrize(
     ("src", "raw", "expected"),
     [
         # no prefix of the answer parses, but it completes the word being typed: that much is offered

@@ -9,6 +9,7 @@ from diffill.infill.options import DraftOptions
 from diffill.infill.request import Request
 from diffill.infill.sources.draft import canvas_length, with_suffix_head
 from diffill.infill.spans import Span
+from diffill.model.fim import build_canvas
 from diffill.model.tokenizer import CodeTokenizer
 
 
@@ -131,3 +132,72 @@ def test_a_copy_seeds_a_rest_of_line_canvas_only_where_copies_are_on():
     assert seeded[:5] == [ord(c) for c in "f(a)"] + [END] and len(seeded) == 12
     assert copy_seed(model, request, [], 12, CopyOptions(copy_prior=None)) is None
     assert copy_seed(model, block_request(""), [], 12, CopyOptions(copy_prior=1.0)) is None
+
+
+class LineDrafter:
+    """A session double that writes `line` (characters as ids, then the line end), each token scoring -1; a
+    draft after a `head` goes on where the head leaves the line."""
+
+    def __init__(self, line: str, affords: bool = True):
+        self.line, self.time, self.asked = [ord(c) for c in line] + [10], affords, []
+
+    def affords(self, passes: int) -> bool:
+        return self.time
+
+    def draft(self, max_tokens, stop, width=1, head=None, enough=None):
+        self.asked.append(head)
+        ids = self.line[len(head or []) :][:max_tokens]
+        return ids, -float(len(ids))
+
+
+def _line_request(text: str) -> Request:
+    span = Span("line", len(text), len(text), multiline=False, indent="", max_lines=1)
+    return Request(text, len(text), span, len(text), [], "", frozenset({10, END}), END, frozenset({END}))
+
+
+def test_the_own_line_is_drafted_on_only_where_a_copy_needs_its_whole_score():
+    """A draft stopped early (where it is no longer shown) scores at least what the whole line does: against a
+    copy scoring below that, the rest is drafted and the whole line's score decides; against one scoring as much
+    or more, what was drafted decides already (the copy wins either way)."""
+    from diffill.infill.sources.draft import Draft, OwnLine, drafted
+
+    request = _line_request("x = ")
+    short = [ord(c) for c in "f(a"]
+    for bar, resumed in [(-10.0, True), (-3.0, False), (-1.0, False)]:
+        model = LineDrafter("f(a, b)")
+        own = OwnLine(model, request, Draft(build_canvas(short, 16, END), -3.0, short), 16, 1)
+        score = own.score_against(bar)
+        assert model.asked == ([short] if resumed else [])
+        assert score == (-3.0 - 5.0 if resumed else -3.0)  # `, b)` and the line end: five more tokens
+        assert drafted(own.draft.canvas, END) == [ord(c) for c in ("f(a, b)" if resumed else "f(a")]
+    whole = LineDrafter("f(a)")
+    own = OwnLine(whole, request, Draft(build_canvas(short, 16, END), -3.0, None), 16, 1)
+    assert own.score_against(-10.0) == -3.0 and whole.asked == []  # it went to its end: nothing to draft on
+    late = LineDrafter("f(a, b)", affords=False)
+    own = OwnLine(late, request, Draft(build_canvas(short, 16, END), -3.0, short), 16, 1)
+    assert own.score_against(-10.0) == -3.0 and late.asked == []  # out of time: what was drafted decides
+
+
+def test_the_own_lines_rest_is_written_when_the_line_an_answer_was_cut_from_is_asked_for():
+    """whole_line: an answer drafted only as far as it is shown (`open_end`) is drafted on to its line's end when
+    the filters ask; the score and the answer each go on only where they are the line drafted on (a known
+    name may have taken the answer's word: the score is then the own draft's)."""
+    from diffill.infill.sources.draft import Draft, OwnLine
+
+    request = _line_request("x = ")
+    short = [ord(c) for c in "f(a"]
+    model = LineDrafter("f(a, b)")
+    own = OwnLine(model, request, Draft(build_canvas(short, 16, END), -3.0, short, open_end=True), 16, 1)
+    assert own.whole_line() == [ord(c) for c in "f(a, b)"] and model.asked == [short]
+    assert own.draft.score == -8.0 and own.draft.short is None and not own.draft.open_end
+    assert own.whole_line() == [ord(c) for c in "f(a, b)"] and len(model.asked) == 1  # written once
+    named = [ord(c) for c in "g(a"]  # a name took the word: the answer is not the line the score is of
+    model = LineDrafter("g(a, c)")
+    own = OwnLine(model, request, Draft(build_canvas(named, 16, END), -3.0, short, open_end=True), 16, 1)
+    assert own.whole_line() == [ord(c) for c in "g(a, c)"] and own.draft.score == -3.0 and own.draft.short == short
+    late = LineDrafter("f(a, b)", affords=False)
+    own = OwnLine(late, request, Draft(build_canvas(short, 16, END), -3.0, short, open_end=True), 16, 1)
+    assert own.whole_line() == short and late.asked == []  # out of time: the line as far as it went
+    whole = LineDrafter("f(a)")
+    own = OwnLine(whole, request, Draft(build_canvas(short, 16, END), -3.0), 16, 1)
+    assert own.whole_line() == short and whole.asked == []  # it went to its end
