@@ -94,6 +94,11 @@ class KVCache:
         for layer, (k, v) in enumerate(zip(rows.keys, rows.values, strict=True)):
             self.keys[layer], self.values[layer] = k[:1, :, :length].clone(), v[:1, :, :length].clone()
 
+    def extend(self, kept: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Appends positions' keys and values, one (k, v) [1, kv, T, D] pair per layer (TreeRows.commit)."""
+        for layer, (k, v) in enumerate(kept):
+            self.append(layer, k, v)
+
     def truncate(self, length: int) -> None:
         """Forget every position at or after `length`."""
         for i, k in enumerate(self.keys):
@@ -125,3 +130,47 @@ class CacheHead:
         past_k = self.cache.keys[layer][:, :, first : self.length]
         past_v = self.cache.values[layer][:, :, first : self.length]
         return torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), None
+
+
+class TreeRows:
+    """A cache's view for one causal pass over a trunk (what the cache lacks of a prompt) followed by branches
+    (continuations to score), all in one row: each branch sees the cache, the trunk and its own tokens before it,
+    as if it alone followed the trunk (a tree attention mask; the branches share positions). The cache keeps the
+    trunk's keys and values only (`commit`): scoring continuations carries the prefill in its pass."""
+
+    def __init__(self, cache, trunk: int, branches: list[int], device: torch.device) -> None:
+        self.cache, self.trunk = cache, trunk
+        start = cache.length
+        spans = [(trunk, trunk)] + [(trunk, trunk + n) for n in branches]  # each group's positions past the trunk
+        self.positions = torch.tensor(
+            [start + i for i in range(trunk)] + [start + i for _, end in spans[1:] for i in range(trunk, end)],
+            device=device,
+        )[None]
+        group = torch.tensor([-1] * trunk + [b for b, n in enumerate(branches) for _ in range(n)], device=device)
+        index = torch.arange(group.shape[0], device=device)
+        before = index[None, :] <= index[:, None]
+        self._tree = before & ((group[None, :] == -1) | (group[None, :] == group[:, None]))
+        self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def begin(self, positions: torch.Tensor, causal: bool) -> None:
+        """Nothing to build: the masks come with the tree."""
+
+    def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor, causal: bool, window: int | None):
+        """As KVCache.attend for the whole row: every cached position (sliding layers the window's, by position)
+        and the row's own by the tree; the trunk's keys/values are kept for `commit`."""
+        self.kept.append((k[:, :, : self.trunk], v[:, :, : self.trunk]))
+        start = self.cache.length
+        q_pos = self.positions[0]
+        seen = self._tree
+        if window is not None:
+            seen = seen & (q_pos[None, :] > q_pos[:, None] - window)
+        if start:
+            past = causal_mask(q_pos, torch.arange(start, device=k.device), window)
+            seen = torch.cat([past, seen], dim=1)
+            k = torch.cat([self.cache.keys[layer][:, :, :start], k], dim=2)
+            v = torch.cat([self.cache.values[layer][:, :, :start], v], dim=2)
+        return k, v, seen
+
+    def commit(self) -> None:
+        """The trunk's keys and values appended to the cache (which then holds the prompt)."""
+        self.cache.extend(self.kept)

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 
 import torch
 
-from .cache import KVCache, hold_prompt
+from .cache import KVCache, TreeRows
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
 from .speculative import Allowed, Extensions, judged_with, log_mass
@@ -42,12 +42,12 @@ def continuation_rows(
     logps_out: dict[tuple[int, ...], torch.Tensor] | None = None,
 ) -> list[list[float]]:
     """Per-token log-probabilities of each continuation (then log p(an end id) when `end_ids` are given).
-    Every continuation goes through the encoder in one batched pass, each row the prompt's last token and
-    the continuation (right-padded: the encoder is causal, so padding changes nothing before it), on copies
-    of the prompt's cached keys/values; the cache is left holding the prompt. With `extensions`, each row's
-    prefix beliefs (`token_beliefs`) are appended to `prefix_rows`. `logps_out` gets each continuation's
-    log-probability rows (its tokens -> one row per token), from which `beliefs_from` reads its beliefs later
-    without another pass."""
+    Every continuation goes through the encoder in one pass, a single row: what the cache lacks of the prompt
+    (its last token at least, fed again for its state: the prefill, when it was left to this pass), then each
+    continuation, seeing the prompt and its own tokens before it (model.cache.TreeRows); the cache is left
+    holding the prompt. With `extensions`, each row's prefix beliefs (`token_beliefs`) are appended to
+    `prefix_rows`. `logps_out` gets each continuation's log-probability rows (its tokens -> one row per token),
+    from which `beliefs_from` reads its beliefs later without another pass."""
     rows: list[list[float]] = [[] for _ in continuations]
     asked = [i for i, tokens in enumerate(continuations) if tokens]
     if not asked:
@@ -56,19 +56,30 @@ def continuation_rows(
     prompt = torch.as_tensor(prompt_ids, dtype=torch.long, device=device).reshape(1, -1)
     n = prompt.shape[1]
     cache = cache if cache is not None else net.new_cache()
-    hold_prompt(net, prompt, cache, n - 1)  # the last token is fed again, with each continuation, for its state
-    last = int(prompt[0, -1])
+    if cache.length > n - 1:
+        cache.truncate(n - 1)  # the last token is fed again, with the continuations, for its state
+    trunk = prompt[0, cache.length :].tolist()
     ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
     # the last token's state is needed only for the end id's probability
-    fed = [[last, *(continuations[i] if ends is not None else continuations[i][:-1])] for i in asked]
-    width = max(len(f) for f in fed)
-    batch = torch.tensor([f + [0] * (width - len(f)) for f in fed], device=device)
-    copies = cache.expanded(len(fed))
-    logps = torch.log_softmax(net.head(net.encode(batch, copies)).float(), dim=-1)
-    cache.adopt(copies, n)  # the prompt's last token, fed again with each continuation
+    fed = [continuations[i] if ends is not None else continuations[i][:-1] for i in asked]
+    tree = TreeRows(cache, len(trunk), [len(f) for f in fed], device)
+    row = torch.tensor([trunk + [t for f in fed for t in f]], device=device)
+    hidden = net.encode(row, tree, tree.positions)[0]
+    tree.commit()
+    # a continuation's tokens are judged by the trunk's last state, then by its own tokens' states
+    judging, at = [], len(trunk)
+    for f in fed:
+        judging.append([len(trunk) - 1, *range(at, at + len(f))])
+        at += len(f)
+    picked = hidden[torch.tensor([j for rows_of in judging for j in rows_of], device=device)]
+    flat = torch.log_softmax(net.head(picked).float(), dim=-1)
+    logps, at = [], 0
+    for rows_of in judging:
+        logps.append(flat[at : at + len(rows_of)])
+        at += len(rows_of)
     for b, i in enumerate(asked):
         tokens = continuations[i]
-        logp = logps[b, : len(fed[b])]
+        logp = logps[b]
         if logps_out is not None:
             logps_out[tuple(tokens)] = logp[: len(tokens)]
         row, prefix = beliefs_from(logp, tokens, mix, allowed, extensions)

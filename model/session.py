@@ -9,8 +9,9 @@ What a session owns, so that no caller re-establishes it:
 - the cache rule: opening a session encodes what the encoder cache lacks of the prompt but its last token (the
   prefill; the cache is reused across keystrokes by key, `Prompter`), and every operation feeds that token again
   with what it adds, for its hidden state. A session with speculative rounds leaves the prefill to its first
-  draft, whose first pass carries it (one pass fewer); any other operation first runs it as its own pass. Either
-  way `counts` says what the prefill cost inside the answer, which the pass clock leaves out;
+  operation: a draft's first pass, or the one pass of scores or beliefs, carries it (one pass fewer); a
+  denoising or a rename's slot scores first run it as a pass of its own. Either way `counts` says what the
+  prefill cost inside the answer, which the pass clock leaves out;
 - the healing constraint (`Healing`): drafts and denoising start with the text taken back from the prompt, and
   beliefs are judged among the ids that write it;
 - the deadline (`Budget`) and cancellation: a draft stops where the time left does not afford another pass (what
@@ -137,6 +138,19 @@ class PromptSession:
             self.counts.prefill_ms += (time.perf_counter() - began) * 1e3
             self._unfilled = False
 
+    @contextmanager
+    def _carrying(self) -> Iterator[None]:
+        """An operation whose one pass encodes what the cache lacks of the prompt with what it adds (scores,
+        beliefs: model.scoring), counted as the prefill when the prefill was left to it."""
+        if not self._unfilled:
+            yield
+            return
+        began, passes = time.perf_counter(), self.model.net.passes
+        yield
+        self.counts.prefill_passes += self.model.net.passes - passes
+        self.counts.prefill_ms += (time.perf_counter() - began) * 1e3
+        self._unfilled = False
+
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
 
@@ -207,10 +221,10 @@ class PromptSession:
     def scores(self, continuations: list[list[int]], end_ids: Collection[int] | None = None) -> list[float]:
         """Each continuation's summed log-probability after the prompt; with `end_ids`, the probability that one of
         them comes next counted too (a whole line: the line end included)."""
-        self._prefilled()
-        return self.model.continuation_logprobs(
-            self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix, logps_out=self._scored
-        )
+        with self._carrying():
+            return self.model.continuation_logprobs(
+                self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix, logps_out=self._scored
+            )
 
     def beliefs(self, ids: list[int]) -> tuple[list[float], list[float]]:
         """For each token of `ids` after the prompt and the tokens before it: its log-probability, and the
@@ -220,9 +234,9 @@ class PromptSession:
         known = self._known_beliefs(ids)
         if known is not None:
             return known
-        self._prefilled()
-        among = self.healing.judged_among
-        return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
+        with self._carrying():
+            among = self.healing.judged_among
+            return self.model.token_beliefs(self.prompt, ids, self._cache, self.mix, among, self.extensions)
 
     def _known_beliefs(self, ids: list[int]) -> tuple[list[float], list[float]] | None:
         """`beliefs(ids)` where a pass before gave them (a verified draft, a scored continuation), else None."""

@@ -82,6 +82,17 @@ class StaticKVCache:
         self._length = length
         self.filled.fill_(length)
 
+    def extend(self, kept: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """As KVCache.extend, written into the buffers after the positions held."""
+        t = kept[0][0].shape[2]
+        if self._length + t > self.capacity:
+            raise ValueError(f"{self._length + t} positions do not fit a cache of {self.capacity}")
+        for layer, (k, v) in enumerate(kept):
+            self.keys[layer][:, :, self._length : self._length + t].copy_(k)
+            self.values[layer][:, :, self._length : self._length + t].copy_(v)
+        self._length += t
+        self.filled.fill_(self._length)
+
     def snapshot(self) -> KVCache:
         """The written positions, copied out as a growing cache (a document's keys/values while another's are in)."""
         shot = KVCache(len(self.keys))

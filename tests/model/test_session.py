@@ -1,5 +1,6 @@
-"""A session's prefill (model.session): a speculative session's first draft carries it in its first pass; any
-other first operation runs it as a pass of its own; either way the answer is the same and `counts` tells it. What `scores` ranked is believed without a pass.
+"""A session's prefill (model.session): a speculative session's first draft carries it in its first pass, and
+scores or beliefs carry it in their one pass, a denoising runs it first as a pass of its own; either way the
+answer is the same and `counts` tells it. What `scores` ranked is believed without a pass.
 """
 
 from __future__ import annotations
@@ -37,15 +38,30 @@ def test_a_speculative_first_draft_carries_the_prefill_in_its_first_pass(model):
     assert counts.prefill_passes == 1 and counts.prefill_ms > 0
 
 
-def test_an_operation_other_than_a_draft_runs_the_prefill_first(model):
+def test_scores_and_beliefs_carry_the_prefill_and_a_denoising_runs_it_first(model):
     prompter = Prompter(model)
     with prompter.session("doc", PROMPT, speculation=Speculation(canvas=6)) as session:
         before = model.net.passes
-        alone = session.scores([[50, 51]])
-        assert session.counts.prefill_passes == 1 and model.net.passes - before == 2  # the prefill, then the scores
+        alone = session.scores([[50, 51], [60]], end_ids={1})
+        assert session.counts.prefill_passes == 1 and model.net.passes - before == 1  # one pass: prefill and scores
+        assert session.counts.prefill_ms > 0
     with Prompter(model).session("doc", PROMPT) as eager:
-        assert eager.scores([[50, 51]]) == pytest.approx(alone, abs=1e-4)
+        assert eager.scores([[50, 51], [60]], end_ids={1}) == pytest.approx(alone, abs=1e-4)
         assert eager.counts.prefill_passes == 0
+    with Prompter(model).session("doc", PROMPT, speculation=Speculation(canvas=6)) as believing:
+        before = model.net.passes
+        beliefs = believing.beliefs([70, 71])
+        assert model.net.passes - before == 1 and believing.counts.prefill_passes == 1
+    with Prompter(model).session("doc", PROMPT) as eager:
+        assert eager.beliefs([70, 71])[0] == pytest.approx(beliefs[0], abs=1e-4)
+    with Prompter(model).session("doc", PROMPT) as eager:  # (opening it was the prefill)
+        before = model.net.passes
+        eager.denoise(4, 1, 0)
+        denoised = model.net.passes - before
+    with Prompter(model).session("doc", PROMPT, speculation=Speculation(canvas=6)) as denoising:
+        before = model.net.passes
+        denoising.denoise(4, 1, 0)
+        assert denoising.counts.prefill_passes == 1 and model.net.passes - before == 1 + denoised  # its own pass
     # after a draft, nothing is left to prefill
     _, _, scores, _, _, counts = _draft(model, Speculation(canvas=6), then_scores=True)
     assert counts.prefill_passes == 1 and scores is not None
