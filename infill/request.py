@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from diffill.model.session import Allowed, Healing
+from diffill.model.session import Allowed, Healing, Spelled
 
 from . import tuning
 from .document import SyntaxDocument
@@ -90,7 +90,9 @@ def build_request(
     prompt, healed = prompt_ids(
         doc.text, offset, suffix_start, vocabulary, options, context, heal=heal, language=doc.language
     )
-    held = Healing(healing(healed, vocabulary, indentation=fresh), typed_word(healed, vocabulary))
+    held = Healing(
+        healing(healed, vocabulary, indentation=fresh), typed_word(healed, vocabulary), spelled(healed, vocabulary)
+    )
     prose = in_prose(doc, offset)
     docstring = (lambda at: in_docstring(doc, at)) if doc.tree is not None else None
     stops = vocabulary.line_stops()
@@ -194,6 +196,20 @@ def typed_word(healed: str, vocabulary: Vocabulary) -> Allowed | None:
         return (vocabulary.starting_with(rest) or vocabulary.consistent_with(rest)) if rest else None
 
     return among
+
+
+def spelled(healed: str, vocabulary: Vocabulary) -> Spelled | None:
+    """Where the healing constraint holds, what of the healed text is left to write, as the tokenizer writes it: a
+    speculative draft (the model often writes a word taken back as the tokenizer would, a pass a token otherwise)."""
+    if not healed:
+        return None
+    encode = vocabulary.tokenizer.encode
+
+    def rest(tokens: list[int]) -> list[int]:
+        left = _left_to_write(healed, tokens, vocabulary)
+        return encode(left) if left else []
+
+    return rest
 
 
 def _left_to_write(healed: str, tokens: list[int], vocabulary: Vocabulary) -> str:

@@ -38,7 +38,7 @@ from .cancel import check
 from .ngram import NgramMixer
 from .prompt_cache import PromptCache
 from .scoring import beliefs_from
-from .speculative import Allowed, Enough, Extensions, Speculator
+from .speculative import Allowed, Enough, Extensions, Speculator, Spelled
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Healing:
 
     allowed: Allowed | None = None  # the ids each next token may take until that text is written (None: any)
     judged_among: Allowed | None = None  # where `allowed` holds, the ids a token's belief is judged among
+    # where `allowed` holds, what it still asks to be written, in the tokenizer's own ids: a speculative draft
+    spelled: Spelled | None = None
 
     @property
     def first_ids(self) -> list[int] | None:
@@ -199,6 +201,7 @@ class PromptSession:
                 self.extensions,
                 self.healing.judged_among if head is None else None,
                 enough,
+                self.healing.spelled if head is None else None,
             )
             if self._unfilled and found.prefill_ms:
                 self.counts.prefill_passes += 1

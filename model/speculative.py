@@ -34,6 +34,8 @@ from .ngram import NgramMixer
 # holds an answer to the text taken back from the prompt until it is written.
 Allowed = Callable[[list[int]], Sequence[int] | None]
 Extensions = Callable[[int], Sequence[int]]  # a token -> the ids whose text starts with its text
+# Where a constraint holds, a draft of the text it still asks for after the tokens so far (token healing's)
+Spelled = Callable[[list[int]], list[int]]
 # Whether a draft has gone far enough, given its tokens and their logprobs and prefix logprobs (Speculation's)
 Enough = Callable[[list[int], list[float], list[float]], bool]
 
@@ -93,6 +95,7 @@ class Speculator:
         extensions: Extensions | None = None,
         among: Allowed | None = None,
         enough: Enough | None = None,
+        spelled: Spelled | None = None,
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
         `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
@@ -101,7 +104,8 @@ class Speculator:
         for `Speculation.prefix_logprobs` (without it, each token's own log-probability); `among(tokens)`: where
         `allowed` holds, the ids the logprobs are judged among (default: the allowed ones). `enough(tokens,
         logprobs, prefix_logprobs)` is asked after each round: when it says yes (what follows would not be
-        shown), the rounds stop (`enough` True)."""
+        shown), the rounds stop (`enough` True). `spelled(tokens)`: where `allowed` holds and the code around
+        drafts nothing it allows, the round's draft (the text healing asks for, as the tokenizer writes it)."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -119,6 +123,9 @@ class Speculator:
         while len(out) < max_tokens:
             room = max_tokens - len(out)
             draft = mix.draft(out, room, stop_ids) if mix is not None else []
+            if spelled is not None and allowed is not None and (held := allowed(out)) is not None:
+                if not draft or draft[0] not in held:
+                    draft = spelled(out)[:room]
             looked_up = bool(draft)
             decoded = not looked_up and bool(canvas)
             if decoded or (looked_up and canvas[: len(draft)] == draft):

@@ -11,6 +11,7 @@ from diffill.infill.request import (
     healing,
     is_known_tail,
     prompt_ids,
+    spelled,
     suffix_head,
     typed_word,
 )
@@ -154,6 +155,19 @@ def test_healing_constraint_holds_each_token_to_the_healed_text(engine):
     prompt, healed = prompt_ids(text, len(text), len(text), vocab, PROMPT, heal=True)
     drafts = engine.model.ar_drafts(prompt, 8, vocab.line_stops(), None, healing(healed, vocab), k=3)
     assert drafts and all(tok.decode(ids).startswith(healed) for ids, _ in drafts)
+
+
+def test_the_text_healing_asks_for_is_spelled_as_the_tokenizer_writes_it(engine):
+    """spelled: what is left of the healed text after the tokens so far, in the tokenizer's own ids (a speculative
+    draft while the constraint holds); nothing once it is written, and no speller without healing."""
+    tok, vocab = engine.tokenizer, engine.vocabulary
+    healed = " argume"
+    spell = spelled(healed, vocab)
+    assert spell([]) == tok.encode(healed)
+    first = tok.encode(" ")
+    assert tok.decode(first + spell(first)) == healed
+    assert spell(tok.encode(healed)) == [] and spell(tok.encode(healed + "nt")) == []
+    assert spelled("", vocab) is None
 
 
 def test_a_typed_word_is_judged_among_the_tokens_that_write_it_whole(engine):

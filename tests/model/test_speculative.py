@@ -164,6 +164,24 @@ def test_enough_stops_the_rounds_at_a_verified_prefix_of_the_greedy_answer(model
     assert not never.enough and never.tokens == full.tokens
 
 
+def test_while_healing_holds_the_text_it_asks_for_is_the_draft(model):
+    """`spelled` drafts the rounds a constraint holds in (token healing's text left to write): the answer stays the
+    greedy one under the constraint, and a spelling the encoder agrees with is committed in one pass."""
+    prompt = PROMPTS[1]
+    spec = Speculator(model.net, canvas=4, decoder=False)
+    free = _greedy(model, prompt, 10, set())[0]
+    allowed = lambda tokens: free[len(tokens) : len(tokens) + 1] + [7] if len(tokens) < 3 else None  # noqa: E731
+    want = _greedy(model, prompt, 10, set(), allowed=allowed)[0]
+    plain = spec.greedy(prompt, 10, set(), allowed=allowed)
+    asked = []
+    right = spec.greedy(prompt, 10, set(), allowed=allowed, spelled=lambda t: asked.append(list(t)) or want[len(t) : 3])
+    assert right.tokens == plain.tokens == want
+    assert asked[0] == [] and right.looked_up[0] == 3 and right.passes < plain.passes
+    assert all(len(t) < 3 for t in asked)  # asked only while the constraint holds
+    wrong = spec.greedy(prompt, 10, set(), allowed=allowed, spelled=lambda t: [7, 7, 7][len(t) :])
+    assert wrong.tokens == want
+
+
 def _evidence(model, prompt, stream):
     """A mixer whose code around holds the prompt's tail followed by `stream`."""
     index = TokenIndex([[*prompt[-3:], *stream]], model.config.vocab_size)
