@@ -201,13 +201,15 @@ def mean_cost(costs: list[Cost]) -> dict[str, float]:
 
 
 def cost_per_answer(total: Cost, answers: int) -> dict[str, float]:
-    """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds by stage."""
+    """Per answer: model passes, decoder drafts and the tokens accepted per draft, mean milliseconds and model
+    passes by stage (the stages that made any)."""
     n = max(1, answers)
     cost = {"passes": round(total.passes / n, 2), "drafts": round(total.drafts / n, 2)}
     cost["accepted_per_draft"] = round(total.accepted_per_draft, 2)
     cost["lookups"] = round(total.lookups / n, 2)
     cost["accepted_per_lookup"] = round(total.looked_up / total.lookups, 2) if total.lookups else 0.0
     cost |= {f"{stage}_ms": round(ms / n, 1) for stage, ms in total.ms.items()}
+    cost |= {f"{stage}_passes": round(passes / n, 2) for stage, passes in total.stage_passes.items() if passes}
     return cost
 
 
@@ -216,7 +218,8 @@ def format_cost(cost: dict[str, float]) -> str:
     stages = ", ".join(f"{k.removesuffix('_ms')} {v} ms" for k, v in cost.items() if k.endswith("_ms"))
     drafts = f"{cost['drafts']} decoder drafts ({cost['accepted_per_draft']} tokens accepted each)"
     drafts += f", {cost['lookups']} drafts from the code around ({cost['accepted_per_lookup']} accepted each)"
-    return f"{cost['passes']} model passes per answer, {drafts}; {stages}"
+    by_stage = ", ".join(f"{k.removesuffix('_passes')} {v}" for k, v in cost.items() if k.endswith("_passes"))
+    return f"{cost['passes']} model passes per answer ({by_stage}), {drafts}; {stages}"
 
 
 def _first_line(text: str) -> str:

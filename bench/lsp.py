@@ -187,11 +187,13 @@ def shown_settings(settings: dict) -> dict:
 
 
 def answer_cost(status) -> dict[str, float]:
-    """The daemon's per-answer cost (model passes, drafts and lookups with their accepted tokens, ms by stage)
-    from diffill/status."""
+    """The daemon's per-answer cost (model passes, drafts and lookups with their accepted tokens, ms and passes by
+    stage) from diffill/status."""
     cost = getattr(status, "cost", None)
     ms = getattr(cost, "ms", None)
     stages = ms._asdict() if hasattr(ms, "_asdict") else dict(ms or {})  # pygls hands JSON objects as namedtuples
+    passes = getattr(cost, "stage_passes", None)
+    stage_passes = passes._asdict() if hasattr(passes, "_asdict") else dict(passes or {})
     total = Cost(
         passes=getattr(cost, "passes", 0) or 0,
         drafts=getattr(cost, "drafts", 0) or 0,
@@ -199,6 +201,7 @@ def answer_cost(status) -> dict[str, float]:
         lookups=getattr(cost, "lookups", 0) or 0,
         looked_up=getattr(cost, "looked_up", 0) or 0,
         ms=stages,
+        stage_passes=stage_passes,
     )
     return cost_per_answer(total, getattr(cost, "answers", 0) or 0)
 

@@ -119,6 +119,7 @@ class CompletionEngine:
         `start` (time.perf_counter) is when the request arrived: the latency budget counts from there."""
         o = self.options
         cost = cost if cost is not None else Cost()
+        cost.pass_count = lambda: self.prompter.passes
         budget = o.budget.latency_budget_ms
         deadline = Deadline(budget, self.pass_clock, start) if budget is not None else None
         passes = self.prompter.passes

@@ -195,6 +195,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
             "lookups": s.cost.lookups,
             "looked_up": s.cost.looked_up,
             "ms": {stage: round(ms, 1) for stage, ms in s.cost.ms.items()},
+            "stage_passes": dict(s.cost.stage_passes),
             # a served model's requests as diffill saw them (connection, server, transfer), summed
             "server_ms": round(getattr(s.loaded.model, "server_ms", 0.0), 1) if s.loaded is not None else 0.0,
             "server_requests": getattr(s.loaded.model, "requests", 0) if s.loaded is not None else 0,

@@ -25,6 +25,27 @@ def test_a_trace_times_its_stages_and_sums_with_others():
     assert Cost().accepted_per_draft == 0.0
 
 
+def test_stages_count_the_model_passes_they_make(engine):
+    """With the model's pass count (the engine sets it), each stage counts its passes; they sum with others', and
+    a completion's stages account for its passes."""
+    count = iter([0, 2, 2, 5, 5, 5])
+    a = Cost(pass_count=lambda: next(count))
+    for stage in ("draft", "copies", "cut"):
+        with a.stage(stage):
+            pass
+    assert a.stage_passes == {"draft": 2, "copies": 3, "cut": 0}
+    total = Cost()
+    total.add(a)
+    total.add(Cost(stage_passes={"draft": 1}))
+    assert total.stage_passes == {"draft": 3, "copies": 3, "cut": 0}
+    assert Cost().stage_passes == {}  # no counter: no passes by stage
+    spent = Cost()
+    doc = SyntaxDocument("def f(x):\n    return g(x)\n\nname = call(arg", "python")
+    engine.complete(doc, len(doc.text), cost=spent)
+    assert spent.passes >= 1 and sum(spent.stage_passes.values()) <= spent.passes
+    assert set(spent.stage_passes) <= set(spent.ms)
+
+
 def test_speculative_drafts_give_the_greedy_answers_and_are_traced(engine, monkeypatch):
     kept = engine.options
     docs = [SyntaxDocument(f"def f(x):\n    return g(x)\n\n{head}", "python") for head in HEADS]
