@@ -6,7 +6,8 @@
 - `lines` (the encoder drafts, a block body or a few lines): a copied next line, else the encoder's draft seeds
   a canvas the decoder denoises; the known tail is pinned where it ended its line.
 - `canvas` (a model whose card asks for no encoder drafts, a served model): the decoder writes the span from
-  noise, or for a rest of line from a copy of the line the code around continues the same way.
+  noise, or for a rest of line from a copy (the line that followed the line above elsewhere, else the line the
+  code around continues the same way), judged as that copy where the decoder keeps it.
 
 Every plan's answer then goes through the same filters (infill.postprocess). Where the engine answers with an
 edit instead (a rename in progress, a signature being changed), `CompletionEngine.answer` says first.
@@ -95,13 +96,17 @@ def lines(a: Inputs) -> Answer:
 
 
 def canvas(a: Inputs) -> Answer:
-    """The span written by the decoder from noise, or from the rest of a line the code around starts the same way
-    (see the module docstring). Out of time, nothing: a copy is shown only as the decoder wrote it."""
+    """The span written by the decoder from noise, or from a copy (see the module docstring), which the decoder
+    keeps or rewrites as it believes (no cut of its own: the copy's floors judge what it keeps). Out of time,
+    nothing: a copy is shown only as the decoder wrote it."""
     with a.cost.stage("copies"):
         seed = draft.copy_seed(a.model, a.request, a.others, a.canvas, a.options.copies)
     with a.cost.stage("denoise"):
-        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, init=seed, **_canvases(a))
-    return _written(a, ids, [])
+        init = seed.canvas if seed is not None else None
+        knobs = _canvases(a) | ({"min_confidence": 0.0} if seed is not None else {})
+        ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, init=init, **knobs)
+    kept = seed is not None and ids and seed.ids[: len(ids)] == ids  # the decoder wrote the copy (or its start)
+    return _written(a, ids, [], (seed.source, seed.places) if kept else ("model", 0))
 
 
 def _next_line(a: Inputs) -> Answer | None:
@@ -129,14 +134,15 @@ def _canvases(a: Inputs) -> dict[str, float | int]:
     return {"min_confidence": a.options.rank.span_confidence, "canvases": 1 if a.request.line else 2}
 
 
-def _written(a: Inputs, ids: list[int] | None, init: list[int]) -> Answer:
+def _written(a: Inputs, ids: list[int] | None, init: list[int], source: tuple[str, int] = ("model", 0)) -> Answer:
     """The decoder's answer (out of time, None: the draft `init` as it stands) with the known tail pinned where it
-    did not end with it (a block body's: the suffix's head after it), cut at the decoder's own doubt."""
+    did not end with it (a block body's: the suffix's head after it), cut at the decoder's own doubt, and judged
+    as what it is (`source`: a copy the decoder kept, and its places)."""
     with a.cost.stage("denoise"):
         ids = draft.drafted(init, a.request.end) if ids is None else ids
         ids = draft.with_known_tail(a.model, a.request, ids, a.canvas, a.options)
         ids = draft.with_suffix_head(a.model, a.request, ids, a.canvas, a.options)
-    return _cut(a, ids, "model", 0, encoder_judges=False)
+    return _cut(a, ids, source[0], source[1], encoder_judges=False)
 
 
 def _cut(

@@ -17,7 +17,7 @@ from diffill.model.speculative import Enough
 from .. import tuning
 from ..options import CopyOptions, DraftOptions, EngineOptions
 from ..request import Request
-from .line_search import line_copies
+from .line_search import line_copies, next_line_copies
 from .names import KnownNames, preferred_name
 
 
@@ -116,19 +116,34 @@ class OwnLine:
         self.draft = Draft(build_canvas(answer, self.canvas, self.request.end), total, short, open_end)
 
 
+@dataclass(frozen=True)
+class Seed:
+    """A canvas seeded with a copied line (copy_seed), and what the copy was."""
+
+    canvas: list[int]
+    ids: list[int]  # the copy's tokens (the healed text first)
+    source: str  # "next line" or "copy", as the encoder's plan names its copies
+    places: int  # how many places continue this way
+
+
 def copy_seed(
     model: PromptSession, request: Request, others: Sequence[str], canvas: int, options: CopyOptions
-) -> list[int] | None:
-    """A rest of line's canvas seeded with the line the document or the code around (`others`) continues the same
-    way (the best evidence of infill.sources.line_search; the healed text first), for a decoder that has no
-    encoder draft to start from; None when copies are off or there is none."""
+) -> Seed | None:
+    """A rest of line's canvas seeded with the line that followed the line above elsewhere, else with the line the
+    document or the code around (`others`) continues the same way (the best evidence of
+    infill.sources.line_search, tried in the order the encoder's plan tries them; the healed text first), for a
+    decoder that has no encoder draft to start from; None when copies are off or there is none."""
     if not request.line or options.copy_prior is None:
         return None
-    found = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring)
+    found, source = next_line_copies(request.text, request.offset, others), "next line"
+    if not found:
+        found, source = line_copies(request.text, request.offset, others, in_docstring=request.in_docstring), "copy"
     if not found:
         return None
     ids = model.encode(request.healed + found[0].rest)
-    return build_canvas(ids, canvas, request.end) if ids else None  # (longer than the canvas: its start)
+    if not ids:
+        return None
+    return Seed(build_canvas(ids, canvas, request.end), ids, source, found[0].count)  # (too long: its start)
 
 
 def drafted(canvas: list[int], end: int) -> list[int]:

@@ -129,9 +129,22 @@ def test_a_copy_seeds_a_rest_of_line_canvas_only_where_copies_are_on():
     request = Request(text, len(text), span, len(text), [], "f", frozenset({10, END}), END, frozenset({END}))
     model = PinnedDecoder("")
     seeded = copy_seed(model, request, [], 12, CopyOptions(copy_prior=1.0))
-    assert seeded[:5] == [ord(c) for c in "f(a)"] + [END] and len(seeded) == 12
+    assert seeded.canvas[:5] == [ord(c) for c in "f(a)"] + [END] and len(seeded.canvas) == 12
+    assert seeded.ids == [ord(c) for c in "f(a)"] and seeded.source == "copy" and seeded.places == 1
     assert copy_seed(model, request, [], 12, CopyOptions(copy_prior=None)) is None
     assert copy_seed(model, block_request(""), [], 12, CopyOptions(copy_prior=1.0)) is None
+
+
+def test_a_fresh_line_is_seeded_with_the_line_that_followed_the_line_above_elsewhere():
+    """As the encoder's plan tries them: the next line copied first, then a rest of line."""
+    from diffill.infill.options import CopyOptions
+    from diffill.infill.sources.draft import copy_seed
+
+    text = "for item in items:\n    handle(item)\n\nfor item in items:\n    "
+    span = Span("line", len(text), len(text), multiline=False, indent="", max_lines=1)
+    request = Request(text, len(text), span, len(text), [], "", frozenset({10, END}), END, frozenset({END}))
+    seeded = copy_seed(PinnedDecoder(""), request, [], 16, CopyOptions(copy_prior=1.0))
+    assert seeded is not None and seeded.source == "next line" and seeded.ids == [ord(c) for c in "handle(item)"]
 
 
 class LineDrafter:
@@ -201,3 +214,36 @@ def test_the_own_lines_rest_is_written_when_the_line_an_answer_was_cut_from_is_a
     whole = LineDrafter("f(a)")
     own = OwnLine(whole, request, Draft(build_canvas(short, 16, END), -3.0), 16, 1)
     assert own.whole_line() == short and whole.asked == []  # it went to its end
+
+
+def test_a_copy_the_decoder_keeps_is_judged_as_the_copy_it_is():
+    """The canvas plan (no encoder drafts): a copied next line seeds the canvas; where the decoder keeps it, it is
+    shown as a copied next line is (its floor, NEXT_LINE_CONFIDENCE), not as the model's own guess
+    (ANSWER_CONFIDENCE); a decoder that writes something else is judged as the model."""
+    import math
+
+    from engine_doubles import CODE, FakeModel, options, twice
+    from tiny import random_net, tiny_config
+
+    from diffill.infill import tuning
+
+    tok = CodeTokenizer.train(CODE + ["handle(item)\n"] * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    rewrite = []
+
+    class Decoder(FakeModel):
+        def denoise(self, prompt, cache=None, init=None, **kw):
+            kept = [t for t in init if t > 1]
+            return tok.encode("print(value)") if rewrite else kept
+
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
+            return twice([math.log(0.3) / len(tokens)] * len(tokens))  # p = 0.3 together
+
+    assert tuning.NEXT_LINE_CONFIDENCE < 0.3 < tuning.ANSWER_CONFIDENCE
+    eng = CompletionEngine(Decoder(net), tok, options(steps=2, draft="none", min_confidence=0.5, symbol_prior=None))
+    text = "for item in items:\n    handle(item)\n\nfor item in items:\n    handle(\n"
+    doc = SyntaxDocument(text, "python")
+    out = eng.complete(doc, len(text) - 1)
+    assert out is not None and out.text == "item)" and out.source == "next line"
+    rewrite.append(True)
+    assert eng.complete(doc, len(text) - 1) is None  # the decoder's own line, doubted
