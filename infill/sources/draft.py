@@ -105,8 +105,11 @@ class OwnLine:
         return self.ids
 
     def _go_on(self, ids: list[int]) -> None:
-        """Drafts on after `ids` (the scored draft, or the answer, or both) and keeps what that makes whole."""
+        """Drafts on after `ids` (the scored draft, or the answer, or both) and keeps what that makes whole; not
+        before `ids` have written the healed text (a draft out of time inside it: what follows is unconstrained)."""
         d, stop = self.draft, self.request.stops
+        if len(self.model.decode(ids)) < len(self.request.healed):
+            return
         room = self.canvas - 1 - len(ids)
         rest, score = self.model.draft(room, stop, self.beam if self.request.line else 1, head=ids)
         whole = _whole(rest, stop, room)

@@ -157,15 +157,18 @@ class LineDrafter:
     def affords(self, passes: int) -> bool:
         return self.time
 
+    def decode(self, ids: list[int]) -> str:
+        return "".join(chr(i) for i in ids)
+
     def draft(self, max_tokens, stop, width=1, head=None, enough=None):
         self.asked.append(head)
         ids = self.line[len(head or []) :][:max_tokens]
         return ids, -float(len(ids))
 
 
-def _line_request(text: str) -> Request:
+def _line_request(text: str, healed: str = "") -> Request:
     span = Span("line", len(text), len(text), multiline=False, indent="", max_lines=1)
-    return Request(text, len(text), span, len(text), [], "", frozenset({10, END}), END, frozenset({END}))
+    return Request(text, len(text), span, len(text), [], healed, frozenset({10, END}), END, frozenset({END}))
 
 
 def test_the_own_line_is_drafted_on_only_where_a_copy_needs_its_whole_score():
@@ -214,6 +217,11 @@ def test_the_own_lines_rest_is_written_when_the_line_an_answer_was_cut_from_is_a
     whole = LineDrafter("f(a)")
     own = OwnLine(whole, request, Draft(build_canvas(short, 16, END), -3.0), 16, 1)
     assert own.whole_line() == short and whole.asked == []  # it went to its end
+    healing = LineDrafter("f(ab, c)")  # out of time inside the healed text: what would follow is unconstrained
+    own = OwnLine(
+        healing, _line_request("x = f(ab", "f(ab"), Draft(build_canvas(short, 16, END), -3.0, short, True), 16, 1
+    )
+    assert own.whole_line() == short and own.score_against(-10.0) == -3.0 and healing.asked == []
 
 
 def test_a_copy_the_decoder_keeps_is_judged_as_the_copy_it_is():
