@@ -70,7 +70,8 @@ def rest_of_line(a: Inputs) -> Answer:
     with a.cost.stage("copies"):
         found = copies.rest_of_line_copies(a.request, a.others, a.options.copies)
     with a.cost.stage("draft"):
-        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names, _draft_ends(a))
+        riders = copies.copied_ids(a.model, a.request, found)  # scored beside the draft's first pass
+        drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names, _draft_ends(a), riders)
         own = draft.OwnLine(a.model, a.request, drafted, a.canvas, a.beam)
     with a.cost.stage("copies"):
         copied = copies.rest_of_line_copy(a.model, a.request, found, own.score_against, a.options.copies)

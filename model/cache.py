@@ -133,24 +133,46 @@ class CacheHead:
 
 
 class TreeRows:
-    """A cache's view for one causal pass over a trunk (what the cache lacks of a prompt) followed by branches
-    (continuations to score), all in one row: each branch sees the cache, the trunk and its own tokens before it,
-    as if it alone followed the trunk (a tree attention mask; the branches share positions). The cache keeps the
-    trunk's keys and values only (`commit`): scoring continuations carries the prefill in its pass."""
+    """A cache's view for one causal pass over a trunk (what the cache lacks of a prompt, maybe a draft after it)
+    and branches (continuations to score), all in one row: each branch sees the cache, the trunk up to `fork`
+    (the prompt's end) and its own tokens before it, as if it alone followed the prompt (a tree attention mask;
+    the branches share positions with what follows the fork). The cache keeps the trunk's keys and values only
+    (`commit`): scoring continuations carries the prefill in its pass, or rides in a draft's."""
 
-    def __init__(self, cache, trunk: int, branches: list[int], device: torch.device) -> None:
+    def __init__(self, cache, trunk: int, branches: list[int], device: torch.device, fork: int | None = None) -> None:
         self.cache, self.trunk = cache, trunk
+        self.fork = trunk if fork is None else fork
         start = cache.length
-        spans = [(trunk, trunk)] + [(trunk, trunk + n) for n in branches]  # each group's positions past the trunk
-        self.positions = torch.tensor(
-            [start + i for i in range(trunk)] + [start + i for _, end in spans[1:] for i in range(trunk, end)],
-            device=device,
-        )[None]
-        group = torch.tensor([-1] * trunk + [b for b, n in enumerate(branches) for _ in range(n)], device=device)
+        self._starts = [trunk + sum(branches[:b]) for b in range(len(branches))]  # each branch's first index
+        positions = list(range(start, start + trunk))
+        positions += [start + self.fork + j for n in branches for j in range(n)]
+        self.positions = torch.tensor(positions, device=device)[None]
+        # -1: the trunk to the fork (all see it), -2: the trunk after it (a draft), b: branch b
+        groups = [-1] * self.fork + [-2] * (trunk - self.fork) + [b for b, n in enumerate(branches) for _ in range(n)]
+        group = torch.tensor(groups, device=device)
         index = torch.arange(group.shape[0], device=device)
         before = index[None, :] <= index[:, None]
         self._tree = before & ((group[None, :] == -1) | (group[None, :] == group[:, None]))
+        self.branches = branches  # each branch's length
         self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def judging(self, branch: int) -> list[int]:
+        """The row's indices whose states judge branch `branch`'s tokens, then what follows its last: the fork's
+        last token, then each of its own."""
+        start = self._starts[branch]
+        return [self.fork - 1, *range(start, start + self.branches[branch])]
+
+    def logps(self, net, hidden: torch.Tensor) -> list[torch.Tensor]:
+        """Each branch's log-probability rows under `net`'s head from this pass's hidden states [T, H]: one per
+        token, then the one after its last (`judging`)."""
+        judging = [self.judging(b) for b in range(len(self.branches))]
+        picked = hidden[torch.tensor([j for rows in judging for j in rows], device=hidden.device)]
+        flat = torch.log_softmax(net.head(picked).float(), dim=-1)
+        out, at = [], 0
+        for rows in judging:
+            out.append(flat[at : at + len(rows)])
+            at += len(rows)
+        return out
 
     def begin(self, positions: torch.Tensor, causal: bool) -> None:
         """Nothing to build: the masks come with the tree."""

@@ -46,8 +46,9 @@ def continuation_rows(
     (its last token at least, fed again for its state: the prefill, when it was left to this pass), then each
     continuation, seeing the prompt and its own tokens before it (model.cache.TreeRows); the cache is left
     holding the prompt. With `extensions`, each row's prefix beliefs (`token_beliefs`) are appended to
-    `prefix_rows`. `logps_out` gets each continuation's log-probability rows (its tokens -> one row per token),
-    from which `beliefs_from` reads its beliefs later without another pass."""
+    `prefix_rows`. `logps_out` gets each continuation's log-probability rows (its tokens -> one row per token,
+    then with `end_ids` the row after its last), from which `beliefs_from` reads its beliefs and `scores_from`
+    its score later without another pass."""
     rows: list[list[float]] = [[] for _ in continuations]
     asked = [i for i, tokens in enumerate(continuations) if tokens]
     if not asked:
@@ -59,38 +60,43 @@ def continuation_rows(
     if cache.length > n - 1:
         cache.truncate(n - 1)  # the last token is fed again, with the continuations, for its state
     trunk = prompt[0, cache.length :].tolist()
-    ends = None if end_ids is None else torch.as_tensor(sorted(end_ids), dtype=torch.long, device=device)
     # the last token's state is needed only for the end id's probability
-    fed = [continuations[i] if ends is not None else continuations[i][:-1] for i in asked]
+    fed = [continuations[i] if end_ids is not None else continuations[i][:-1] for i in asked]
     tree = TreeRows(cache, len(trunk), [len(f) for f in fed], device)
     row = torch.tensor([trunk + [t for f in fed for t in f]], device=device)
     hidden = net.encode(row, tree, tree.positions)[0]
     tree.commit()
-    # a continuation's tokens are judged by the trunk's last state, then by its own tokens' states
-    judging, at = [], len(trunk)
-    for f in fed:
-        judging.append([len(trunk) - 1, *range(at, at + len(f))])
-        at += len(f)
-    picked = hidden[torch.tensor([j for rows_of in judging for j in rows_of], device=device)]
-    flat = torch.log_softmax(net.head(picked).float(), dim=-1)
-    logps, at = [], 0
-    for rows_of in judging:
-        logps.append(flat[at : at + len(rows_of)])
-        at += len(rows_of)
+    logps = tree.logps(net, hidden)
     for b, i in enumerate(asked):
         tokens = continuations[i]
         logp = logps[b]
         if logps_out is not None:
-            logps_out[tuple(tokens)] = logp[: len(tokens)]
+            logps_out[tuple(tokens)] = logp
         row, prefix = beliefs_from(logp, tokens, mix, allowed, extensions)
         if prefix_rows is not None and extensions is not None:
             prefix_rows.append(prefix)
-        if ends is not None:
-            end = logp[len(tokens)]
-            end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
-            row.append(float(torch.logsumexp(end, 0)))
-        rows[i] = row
+        rows[i] = row + ([end_mass(logp, tokens, end_ids, mix)] if end_ids is not None else [])
     return rows
+
+
+def end_mass(logp: torch.Tensor, tokens: list[int], end_ids: Collection[int], mix: NgramMixer | None) -> float:
+    """log p(one of `end_ids` right after `tokens`), from their rows (`logp[len(tokens)]`: the row after the last)."""
+    ends = torch.as_tensor(sorted(end_ids), dtype=torch.long, device=logp.device)
+    end = logp[len(tokens)]
+    end = end.index_select(0, ends) if mix is None else mix.mix_at(tokens, end, ends)
+    return float(torch.logsumexp(end, 0))
+
+
+def scores_from(
+    logps: list[torch.Tensor], continuations: list[list[int]], end_ids: Collection[int] | None, mix: NgramMixer | None
+) -> list[float]:
+    """DiffusionModel.continuation_logprobs from rows a pass gave before (`continuation_rows`' `logps_out`, or a
+    speculative round's riders): no pass of its own."""
+    out = []
+    for logp, tokens in zip(logps, continuations, strict=True):
+        score = sum(beliefs_from(logp, tokens, mix, None, None)[0]) if tokens else 0.0
+        out.append(score + (end_mass(logp, tokens, end_ids, mix) if end_ids is not None and tokens else 0.0))
+    return out
 
 
 def beliefs_from(

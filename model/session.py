@@ -37,7 +37,7 @@ from .api import DiffusionModel
 from .cancel import check
 from .ngram import NgramMixer
 from .prompt_cache import PromptCache
-from .scoring import beliefs_from
+from .scoring import beliefs_from, scores_from
 from .speculative import Allowed, Enough, Extensions, Speculator, Spelled
 
 
@@ -125,7 +125,8 @@ class PromptSession:
             self._speculator = Speculator(model.net, s.canvas, s.seed, s.decoder)
         # Token log-probabilities the speculative rounds verified (draft tokens -> theirs), for `beliefs`.
         self._verified: dict[tuple[int, ...], tuple[list[float], list[float]]] = {}
-        # The encoder's log-probability rows of the continuations `scores` ranked, for their `beliefs`.
+        # The encoder's log-probability rows of the continuations `scores` ranked (or a draft's riders), for their
+        # `beliefs` and a later `scores` of them.
         self._scored: dict[tuple[int, ...], torch.Tensor] = {}
         self._unfilled = self._speculator is not None  # the prefill is left to the first draft
         if not self._unfilled:
@@ -175,13 +176,15 @@ class PromptSession:
         width: int = 1,
         head: list[int] | None = None,
         enough: Enough | None = None,
+        riders: list[list[int]] | None = None,
     ) -> tuple[list[int], float]:
         """The likeliest continuation of a beam `width` wide (1: the greedy one, by speculative rounds when the
         session has them) up to a stop id (included) or `max_tokens`, and its summed log-probability. `head`:
         tokens already chosen after the prompt (a known name), which write the healed text: the draft goes on
         after them, unconstrained. `enough`: where speculative rounds write it, the test that stops them early
         (model.speculative.Enough: what follows would not be shown); the tokens and score are then as far as
-        they went."""
+        they went. `riders`: continuations `scores` may be asked for later (copies), scored in the draft's first
+        pass where speculative rounds write it (then `scores` of them makes no pass)."""
         prompt, mix, allowed = self.prompt, self.mix, self.healing.allowed
         known = None  # the head's beliefs, where a pass before gave them: the whole answer's are then known
         if head is not None:
@@ -202,7 +205,10 @@ class PromptSession:
                 self.healing.judged_among if head is None else None,
                 enough,
                 self.healing.spelled if head is None else None,
+                riders if head is None else None,
             )
+            for tokens, rows in zip(riders or [], found.rider_rows, strict=False):
+                self._scored[tuple(tokens)] = rows
             if self._unfilled and found.prefill_ms:
                 self.counts.prefill_passes += 1
                 self.counts.prefill_ms += found.prefill_ms
@@ -224,6 +230,10 @@ class PromptSession:
     def scores(self, continuations: list[list[int]], end_ids: Collection[int] | None = None) -> list[float]:
         """Each continuation's summed log-probability after the prompt; with `end_ids`, the probability that one of
         them comes next counted too (a whole line: the line end included)."""
+        rows = [self._scored.get(tuple(c)) for c in continuations]
+        needed = (lambda c: len(c) + 1) if end_ids is not None else len  # (the line end judged after the last)
+        if all(r is not None and len(r) >= needed(c) for r, c in zip(rows, continuations, strict=True)):
+            return scores_from(rows, continuations, end_ids, self.mix)  # a pass before scored them
         with self._carrying():
             return self.model.continuation_logprobs(
                 self.prompt, continuations, self._cache, end_ids=end_ids, mix=self.mix, logps_out=self._scored

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .beam import restrict
-from .cache import KVCache, hold_prompt
+from .cache import KVCache, TreeRows, hold_prompt
 from .diffusion_gemma import DiffusionGemma
 from .ngram import NgramMixer
 
@@ -54,6 +54,8 @@ class Speculation:
     accepted: list[int] = field(default_factory=list)  # draft tokens the encoder accepted, per decoder draft
     looked_up: list[int] = field(default_factory=list)  # the same, per draft from the n-gram evidence
     finished: bool = True  # False when `keep_going` stopped it early: `tokens` is then a verified prefix
+    # each rider's log-probability rows from the first pass (one per token, then the one after its last)
+    rider_rows: list[torch.Tensor] = field(default_factory=list)
     enough: bool = False  # True when `enough` stopped it early: `tokens` is then a verified prefix
 
 
@@ -96,6 +98,7 @@ class Speculator:
         among: Allowed | None = None,
         enough: Enough | None = None,
         spelled: Spelled | None = None,
+        riders: list[list[int]] | None = None,
     ) -> Speculation:
         """The encoder's greedy continuation of `prompt_ids` (up to a stop id, included, or `max_tokens`).
         `cache` may hold a prefix of the prompt and is left holding the prompt. `keep_going(passes)` is asked
@@ -105,7 +108,9 @@ class Speculator:
         `allowed` holds, the ids the logprobs are judged among (default: the allowed ones). `enough(tokens,
         logprobs, prefix_logprobs)` is asked after each round: when it says yes (what follows would not be
         shown), the rounds stop (`enough` True). `spelled(tokens)`: where `allowed` holds and the code around
-        drafts nothing it allows, the round's draft (the text healing asks for, as the tokenizer writes it)."""
+        drafts nothing it allows, the round's draft (the text healing asks for, as the tokenizer writes it).
+        `riders`: continuations to score in the first pass beside its draft (model.cache.TreeRows; their rows in
+        `rider_rows`), where no decoder canvas rides in it."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -135,7 +140,11 @@ class Speculator:
                 break
             fed = torch.tensor([[*pending, *draft]], device=device)
             base, began = cache.length, time.perf_counter()
-            hidden, canvas = self._verify_and_draft(fed, cache, generator, room - len(draft))
+            if first and riders and not self.decoder:
+                hidden, result.rider_rows = self._verify_with_riders(fed, len(pending), cache, riders)
+                canvas = []
+            else:
+                hidden, canvas = self._verify_and_draft(fed, cache, generator, room - len(draft))
             logp = torch.log_softmax(net.head(hidden[0, len(pending) - 1 :]).float(), dim=-1)
             result.passes += 1
             if len(pending) > 1:
@@ -188,6 +197,18 @@ class Speculator:
         result.tokens = out
         hold_prompt(net, prompt, cache, n)  # (encodes the prompt only when no round ran)
         return result
+
+    def _verify_with_riders(
+        self, fed: torch.Tensor, fork: int, cache: KVCache, riders: list[list[int]]
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The encoder's hidden states over `fed` (appended to `cache`, its first `fork` tokens the prompt's) and,
+        in the same pass, each rider's log-probability rows after the prompt (TreeRows.logps)."""
+        net = self.net
+        tree = TreeRows(cache, fed.shape[1], [len(r) for r in riders], fed.device, fork=fork)
+        row = torch.cat([fed, torch.tensor([[t for r in riders for t in r]], device=fed.device)], dim=1)
+        hidden = net.encode(row, tree, tree.positions)
+        tree.commit()
+        return hidden[:, : fed.shape[1]], tree.logps(net, hidden[0])
 
     def _verify_and_draft(
         self, fed: torch.Tensor, cache: KVCache, generator: torch.Generator, room: int

@@ -66,6 +66,11 @@ def rest_of_line_copy(
     return _preferred(model, found, request, own, options.copy_prior, tuning.COPY_HEDGE)
 
 
+def copied_ids(model: PromptSession, request: Request, found: list[LineCopy]) -> list[list[int]]:
+    """Each copy's tokens after the prompt, as the model scores them (the healed text first)."""
+    return [model.encode(request.healed + c.rest) for c in found]
+
+
 def _preferred(
     model: PromptSession, found: list[LineCopy], request: Request, rival: Rival, prior: float, hedge: float | None
 ) -> Copied | None:
@@ -76,8 +81,7 @@ def _preferred(
     there is)."""
     if not found or not model.affords(COPY_PASSES):
         return None
-    healed = request.healed
-    encoded = [model.encode(healed + c.rest) for c in found]
+    encoded = copied_ids(model, request, found)
     scores = model.scores(encoded, end_ids=request.line_stops)
     priors = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in found]
     top = best(scores, priors)
@@ -87,5 +91,5 @@ def _preferred(
         rivals = [found[i] for i in within(scores, priors, top, hedge)]
         shared = os.path.commonprefix([found[top].rest, *(c.rest for c in rivals)]) if rivals else ""
         if shared.strip():
-            return Copied(model.encode(healed + shared), found[top].count + sum(c.count for c in rivals))
+            return Copied(model.encode(request.healed + shared), found[top].count + sum(c.count for c in rivals))
     return Copied(encoded[top], found[top].count)

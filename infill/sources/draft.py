@@ -47,14 +47,15 @@ def draft(
     beam: int,
     names: KnownNames | None,
     enough: Enough | None = None,
+    riders: list[list[int]] | None = None,
 ) -> Draft:
     """A canvas seeded with the encoder's continuation (to the end of the line for rest-of-line spans, from a
     `beam` this wide). With `names`, a known name replaces the draft's own word when the model believes it nearly
     as much, and the draft goes on after it. `enough`: where the draft may stop early (infill.doubt.draft_ends:
-    what follows would not be shown)."""
+    what follows would not be shown); `riders`: continuations scored beside its first pass (PromptSession.draft)."""
     stop = request.stops
     k = beam if request.line else 1
-    ids, score = model.draft(canvas - 1, stop, k, enough=enough)
+    ids, score = model.draft(canvas - 1, stop, k, enough=enough, riders=riders)
     short = None if _whole(ids, stop, canvas - 1) else ids
     open_end = short is not None
     if names is not None:

@@ -105,3 +105,21 @@ def test_a_draft_after_a_scored_head_is_believed_whole_without_a_pass(model):
         unscored.draft(4, set())
         went_on, _ = unscored.draft(6, set(), head=[50, 51], enough=lambda *a: True)
         assert len(went_on) == 6  # no beliefs of its head: nothing to judge it by, the draft goes to its end
+
+
+def test_copies_riding_in_a_drafts_first_pass_are_scored_without_a_pass_of_their_own(model):
+    copies = [[50, 51, 52], [60, 61]]
+    spec = Speculation(canvas=6, decoder=False)
+    with Prompter(model).session("doc", PROMPT, speculation=spec) as session:
+        before = model.net.passes
+        ids, _ = session.draft(6, set(), riders=copies)
+        drafted = model.net.passes - before
+        scores = session.scores(copies, end_ids={1})
+        assert model.net.passes - before == drafted  # read back
+        fresh = session.scores([[80, 81]], end_ids={1})  # not a rider: a pass of its own
+        assert model.net.passes - before == drafted + 1
+    with Prompter(model).session("doc", PROMPT) as alone:
+        assert scores == pytest.approx(alone.scores(copies, end_ids={1}), abs=1e-4)
+        assert fresh == pytest.approx(alone.scores([[80, 81]], end_ids={1}), abs=1e-4)
+    with Prompter(model).session("doc", PROMPT, speculation=spec) as plain:
+        assert plain.draft(6, set())[0] == ids  # riders change no answer

@@ -182,6 +182,31 @@ def test_while_healing_holds_the_text_it_asks_for_is_the_draft(model):
     assert wrong.tokens == want
 
 
+def test_riders_are_scored_in_the_first_pass_and_change_nothing_else(model):
+    """Continuations given as `riders` ride in the first verifying pass (a tree mask: each sees the prompt and
+    itself, not the draft): their rows are the ones a scoring pass gives, and the answer, its passes and the
+    cache are the draft's own."""
+    prompt = PROMPTS[1]
+    riders = [[50, 51, 52], [60], [70, 71, 72, 73, 74, 75]]
+    spec = Speculator(model.net, canvas=4, decoder=False)
+    mix = _evidence(model, prompt, _greedy(model, prompt, 10, set())[0])  # the first pass verifies a draft too
+    plain = spec.greedy(prompt, 10, set(), cache=model.net.new_cache(), mix=mix)
+    cache = model.net.new_cache()
+    rode = spec.greedy(prompt, 10, set(), cache=cache, mix=mix, riders=riders)
+    assert rode.tokens == plain.tokens and rode.passes == plain.passes and len(rode.rider_rows) == 3
+    assert rode.looked_up[0] > 0
+    rows = {}
+    model.continuation_logprobs(prompt, riders, model.net.new_cache(), end_ids={1}, logps_out=rows)
+    for rider, got in zip(riders, rode.rider_rows, strict=True):
+        assert got.shape[0] == len(rider) + 1  # a row a token, then the one after its last (the line end)
+        assert torch.allclose(got, rows[tuple(rider)], atol=1e-4)
+    fresh = model.net.new_cache()
+    model.net.encode(torch.tensor([prompt]), fresh)
+    assert cache.length == len(prompt)
+    for a, b in zip(cache.keys, fresh.keys, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
 def _evidence(model, prompt, stream):
     """A mixer whose code around holds the prompt's tail followed by `stream`."""
     index = TokenIndex([[*prompt[-3:], *stream]], model.config.vocab_size)
