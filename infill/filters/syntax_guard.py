@@ -64,7 +64,9 @@ def syntax_guard(c: Candidate, judges: tuple[Callable[[Candidate], Candidate], .
             shorter = c.with_text(prefix + trail, replace_end=c.offset)
             if _acceptable(shorter, allowed, deadline):
                 return shorter
+        written = time.perf_counter()
         whole = c.whole_line() if c.whole.startswith(c.text) else ""
+        deadline += time.perf_counter() - written  # (writing the line's rest is the model's time, not the parses')
         if whole.startswith(c.text) and _acceptable(c.with_text(whole), allowed, deadline):
             longer = _shortest_extension(c, whole, allowed, deadline)
             if all(judge(longer).text == longer.text for judge in judges):

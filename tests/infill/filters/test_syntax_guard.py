@@ -154,6 +154,22 @@ def test_the_rest_of_a_line_drafted_only_as_far_as_shown_is_written_when_the_gua
     assert written == ([whole] if asked else [])
 
 
+def test_the_time_a_lines_rest_takes_to_write_is_not_the_parses(candidate):
+    """Writing the rest of the line (model passes) does not eat the guard's budget for its parses."""
+    import time
+
+    from diffill.infill.filters import syntax_guard as guard
+
+    # a document whose re-parses take long enough for tree-sitter to ask the clock
+    c = candidate("python", "im<CURSOR>\n" + "x = [1, 2]\n" * 1_000, "port", with_tree=True)
+
+    def slow() -> str:
+        time.sleep(guard.TRY_BUDGET_S * 2)
+        return "port os"
+
+    assert syntax_guard(dataclasses.replace(c, whole="port o", rest_of_whole=slow)).text == "port os"
+
+
 @pytest.mark.parametrize(
     ("src", "raw", "expected"),
     [
