@@ -193,19 +193,20 @@ class PromptSession:
             if enough is not None:
                 enough = None if known is None else _after(head, known, enough)
         if width == 1 and self._speculator is not None:
+            fresh = head is None  # (a draft after a head is past healing, and its riders were the first draft's)
             found = self._speculator.greedy(
                 prompt,
                 max_tokens,
                 stop,
                 self._cache,
-                allowed,
-                mix,
-                self._keep_going,
-                self.extensions,
-                self.healing.judged_among if head is None else None,
-                enough,
-                self.healing.spelled if head is None else None,
-                riders if head is None else None,
+                allowed=allowed,
+                mix=mix,
+                keep_going=self._keep_going,
+                extensions=self.extensions,
+                among=self.healing.judged_among if fresh else None,
+                enough=enough,
+                spelled=self.healing.spelled if fresh else None,
+                riders=riders if fresh else None,
             )
             for tokens, rows in zip(riders or [], found.rider_rows, strict=False):
                 self._scored[tuple(tokens)] = rows
