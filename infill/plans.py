@@ -74,7 +74,7 @@ def rest_of_line(a: Inputs) -> Answer:
         drafted = draft.draft(a.model, a.request, a.canvas, a.beam, a.names, _draft_ends(a), riders)
         own = draft.OwnLine(a.model, a.request, drafted, a.canvas, a.beam)
     with a.cost.stage("copies"):
-        copied = copies.rest_of_line_copy(a.model, a.request, found, own.score_against, a.options.copies)
+        copied = copies.rest_of_line_copy(a.model, a.request, found, riders, own.score_against, a.options.copies)
     if copied:
         return _cut(a, copied.ids, "copy", copied.places, encoder_judges=True)
     if own.draft.open_end and not a.request.known_tail:

@@ -135,16 +135,14 @@ class PromptSession:
     def _prefilled(self) -> None:
         """The prefill an operation other than a speculative draft needs first, timed as the prefill."""
         if self._unfilled:
-            began, passes = time.perf_counter(), self.model.net.passes
-            self.model.prefill(self.prompt, self._cache)
-            self.counts.prefill_passes += self.model.net.passes - passes
-            self.counts.prefill_ms += (time.perf_counter() - began) * 1e3
-            self._unfilled = False
+            with self._carrying():
+                self.model.prefill(self.prompt, self._cache)
 
     @contextmanager
     def _carrying(self) -> Iterator[None]:
         """An operation whose one pass encodes what the cache lacks of the prompt with what it adds (scores,
-        beliefs: model.scoring), counted as the prefill when the prefill was left to it."""
+        beliefs: model.scoring; or the prefill alone, `_prefilled`), counted as the prefill when the prefill was
+        left to it."""
         if not self._unfilled:
             yield
             return

@@ -44,7 +44,8 @@ def next_line_copy(
     if not found:
         return None
     hedge = tuning.COPY_HEDGE if request.line else None
-    return _preferred(model, found, request, lambda bar: -math.inf, options.copy_prior, hedge)
+    encoded = copied_ids(model, request, found)
+    return _preferred(model, found, encoded, request, lambda bar: -math.inf, options.copy_prior, hedge)
 
 
 def rest_of_line_copies(request: Request, others: Sequence[str], options: CopyOptions) -> list[LineCopy]:
@@ -56,14 +57,20 @@ def rest_of_line_copies(request: Request, others: Sequence[str], options: CopyOp
 
 
 def rest_of_line_copy(
-    model: PromptSession, request: Request, found: list[LineCopy], own: Rival, options: CopyOptions
+    model: PromptSession,
+    request: Request,
+    found: list[LineCopy],
+    encoded: list[list[int]],
+    own: Rival,
+    options: CopyOptions,
 ) -> Copied | None:
-    """The rest of line copied from one of the lines `found` (rest_of_line_copies) that should be the answer
-    instead of the model's own (`own`: its score against a copy's), or None: the file's own spelling of a call or
-    an argument list is a better guess than one the model makes up (docs/benchmarks.md)."""
+    """The rest of line copied from one of the lines `found` (rest_of_line_copies; `encoded`: their copied_ids)
+    that should be the answer instead of the model's own (`own`: its score against a copy's), or None: the
+    file's own spelling of a call or an argument list is a better guess than one the model makes up
+    (docs/benchmarks.md)."""
     if options.copy_prior is None:
         return None
-    return _preferred(model, found, request, own, options.copy_prior, tuning.COPY_HEDGE)
+    return _preferred(model, found, encoded, request, own, options.copy_prior, tuning.COPY_HEDGE)
 
 
 def copied_ids(model: PromptSession, request: Request, found: list[LineCopy]) -> list[list[int]]:
@@ -72,16 +79,21 @@ def copied_ids(model: PromptSession, request: Request, found: list[LineCopy]) ->
 
 
 def _preferred(
-    model: PromptSession, found: list[LineCopy], request: Request, rival: Rival, prior: float, hedge: float | None
+    model: PromptSession,
+    found: list[LineCopy],
+    encoded: list[list[int]],
+    request: Request,
+    rival: Rival,
+    prior: float,
+    hedge: float | None,
 ) -> Copied | None:
-    """The copy the model scores best (to its line end) plus its prior (more for a whole line), if it does not
+    """The copy (of `found`, in tokens `encoded`) the model scores best (to its line end) plus its prior (more for a whole line), if it does not
     trail `rival`'s score. With a `hedge`, copies that score within that many nats of the best are as likely: the answer
     is the start they share (when it is more than whitespace), which all their places continue. None too when the
     time left does not afford scoring them and cutting the winner at doubt (the model's own answer is then what
     there is)."""
     if not found or not model.affords(COPY_PASSES):
         return None
-    encoded = copied_ids(model, request, found)
     scores = model.scores(encoded, end_ids=request.line_stops)
     priors = [prior + (WHOLE_LINE_BONUS if c.whole_line else 0.0) for c in found]
     top = best(scores, priors)
