@@ -140,7 +140,7 @@ class CompletionEngine:
                 cost.record("prefill", opened_at)
                 answer_from, answer_passes = time.perf_counter(), self.prompter.passes
                 with cost.stage("names"):
-                    names = self._known_names(request, path, o) if plan == plans.REST_OF_LINE else None
+                    names = self._known_names(request, path, o) if request.line else None
                 canvas = draft.canvas_length(request.line, self.model.config.canvas_length, o.drafts)
                 inputs = plans.Inputs(model, request, o, canvas, o.drafts.beam_width(budget), others, names, cost)
                 answer = plans.PLANS[plan](inputs)
@@ -164,17 +164,20 @@ class CompletionEngine:
         return {"speculation": spec, "extensions": self.vocabulary.extensions, "tokenizer": self.tokenizer}
 
     def _known_names(self, request: Request, path: str | None, o: EngineOptions) -> KnownNames | None:
-        """The names the project knows that extend the word being typed, for a rest of line the encoder drafts."""
+        """The names the project knows that extend the word being typed, for a rest of line (the encoder's draft
+        or the decoder's canvas may start with one)."""
         return known_names(request.text, request.offset, request.healed, self.workspace, path, o.names.symbol_prior)
 
     def around(self, request: Request, path: str | None, o: EngineOptions) -> tuple[list[str], NgramMixer | None]:
-        """The texts copies come from and the n-gram evidence, for answers drafted by the encoder; a decoder-only
-        model's rest of line gets the texts alone (a copy seeds its canvas: draft.copy_seed). The files around are
-        read only when copies could match here or the evidence learns from them."""
+        """The texts copies come from and the n-gram evidence, for a rest of line and for spans the encoder
+        drafts: a decoder-only model's rest of line gets both too (a copy seeds its canvas, draft.copy_seed, and
+        the cut judges the answer with the encoder's beliefs mixed as the encoder's plan mixes them), its other
+        spans neither. The files around are read only when copies could match here or the evidence learns from
+        them."""
         kind = request.span.kind
         with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
-        if not o.drafts.ar:
-            return (self._neighbours(path).texts() if with_copies and request.line else []), None
+        if not o.drafts.ar and not request.line:
+            return [], None
         around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
         others = around.texts() if with_copies and around is not None else []
         if not self.vocabulary.format.ngram_mixing:  # tuned with diffill's tokenizer and models only

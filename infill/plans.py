@@ -7,7 +7,9 @@
   a canvas the decoder denoises; the known tail is pinned where it ended its line.
 - `canvas` (a model whose card asks for no encoder drafts, a served model): the decoder writes the span from
   noise, or for a rest of line from a copy (the line that followed the line above elsewhere, else the line the
-  code around continues the same way), judged as that copy where the decoder keeps it.
+  code around continues the same way), judged as that copy where the decoder keeps it (the cut's beliefs mixed
+  with the n-gram evidence, as the encoder's plans mix them), else from the known name the typed word most
+  often goes on as nearby.
 
 Every plan's answer then goes through the same filters (infill.postprocess). Where the engine answers with an
 edit instead (a rename in progress, a signature being changed), `CompletionEngine.answer` says first.
@@ -97,16 +99,20 @@ def lines(a: Inputs) -> Answer:
 
 
 def canvas(a: Inputs) -> Answer:
-    """The span written by the decoder from noise, or from a copy (see the module docstring), which the decoder
-    keeps or rewrites as it believes (no cut of its own: the copy's floors judge what it keeps). Out of time,
-    nothing: a copy is shown only as the decoder wrote it."""
+    """The span written by the decoder from noise, or from a copy or a known name (see the module docstring),
+    which the decoder keeps or rewrites as it believes. A copy's canvas has no cut of the decoder's own (the
+    copy's floors judge what it keeps); a name's is cut as the decoder's own answer is. Out of time, nothing: a
+    copy is shown only as the decoder wrote it."""
     with a.cost.stage("copies"):
         seed = draft.copy_seed(a.model, a.request, a.others, a.canvas, a.options.copies)
+        if seed is None and a.names is not None:
+            seed = draft.name_seed(a.model, a.request, a.names, a.canvas)
+    copied = seed is not None and seed.source != draft.NAME
     with a.cost.stage("denoise"):
         init = seed.canvas if seed is not None else None
-        knobs = _canvases(a) | ({"min_confidence": 0.0} if seed is not None else {})
+        knobs = _canvases(a) | ({"min_confidence": 0.0} if copied else {})
         ids = a.model.denoise(a.canvas, a.options.drafts.steps, tuning.SEED, init=init, **knobs)
-    kept = seed is not None and ids and seed.ids[: len(ids)] == ids  # the decoder wrote the copy (or its start)
+    kept = copied and ids and seed.ids[: len(ids)] == ids  # the decoder wrote the copy (or its start)
     return _written(a, ids, [], (seed.source, seed.places) if kept else ("model", 0))
 
 

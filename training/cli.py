@@ -95,6 +95,8 @@ def _train_decoder(args: argparse.Namespace) -> int:
         batch=args.batch,
         lr=args.lr,
         minutes=args.minutes,
+        alone_share=args.alone_share,
+        first_share=args.first_share,
         threads=args.threads,
     )
     train(cfg, log=lambda line: print(line, flush=True))
@@ -212,6 +214,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     td.add_argument("--lr", type=float, default=DECODER.lr)
     td.add_argument(
         "--minutes", type=float, default=DECODER.minutes, help="training time after labelling (all runs together)"
+    )
+    td.add_argument(
+        "--alone-share",
+        type=float,
+        default=DECODER.alone_share,
+        help="share of canvases after the whole prompt with no pin: the decoder alone (--draft none)",
+    )
+    td.add_argument(
+        "--first-share", type=float, default=DECODER.first_share, help="share of a speculative answer's first drafts"
     )
     td.add_argument("--threads", type=int, default=0)
     td.set_defaults(func=_train_decoder)

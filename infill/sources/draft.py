@@ -120,13 +120,16 @@ class OwnLine:
         self.draft = Draft(build_canvas(answer, self.canvas, self.request.end), total, short, open_end)
 
 
+NAME = "name"  # a Seed's source when a known name seeds the canvas (name_seed)
+
+
 @dataclass(frozen=True)
 class Seed:
     """A canvas seeded with a copied line (copy_seed), and what the copy was."""
 
     canvas: list[int]
     ids: list[int]  # the copy's tokens (the healed text first)
-    source: str  # "next line" or "copy", as the encoder's plan names its copies
+    source: str  # "next line" or "copy", as the encoder's plan names its copies, or NAME
     places: int  # how many places continue this way
 
 
@@ -148,6 +151,14 @@ def copy_seed(
     if not ids:
         return None
     return Seed(build_canvas(ids, canvas, request.end), ids, source, found[0].count)  # (too long: its start)
+
+
+def name_seed(model: PromptSession, request: Request, names: KnownNames, canvas: int) -> Seed | None:
+    """A rest of line's canvas seeded with the known name that the typed word goes on as most often nearby
+    (KnownNames lists them so), for a decoder with no encoder draft whose word a name could start; None when
+    the name writes nothing."""
+    ids = model.encode(names.healed + names.names[0][len(names.typed) :])
+    return Seed(build_canvas(ids, canvas, request.end), ids, NAME, 0) if ids else None
 
 
 def drafted(canvas: list[int], end: int) -> list[int]:

@@ -255,3 +255,58 @@ def test_a_copy_the_decoder_keeps_is_judged_as_the_copy_it_is():
     assert out is not None and out.text == "item)" and out.source == "next line"
     rewrite.append(True)
     assert eng.complete(doc, len(text) - 1) is None  # the decoder's own line, doubted
+
+
+def test_the_canvas_plan_judges_a_rest_of_line_with_the_evidence_the_encoders_plan_judges_with():
+    """The decoder writes the canvas plan's answer, but the cut that judges it reads the encoder's beliefs: those
+    are mixed with the n-gram evidence of the code around, as the encoder's own plan mixes them (a copy kept whole
+    is then believed as much in both plans). A block body has no evidence in either."""
+    import math
+
+    from engine_doubles import twice
+
+    tok = CodeTokenizer.train(CODE + ["handle(item)\n"] * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    mixes = []
+
+    class Decoder(FakeModel):
+        def denoise(self, prompt, cache=None, init=None, **kw):
+            return [t for t in init if t > 1] if init else tok.encode("item)")
+
+        def token_beliefs(self, prompt, tokens, cache=None, mix=None, allowed=None, extensions=None):
+            mixes.append(mix)
+            return twice([math.log(0.9) / len(tokens)] * len(tokens))
+
+    eng = CompletionEngine(Decoder(net), tok, options(steps=2, draft="none", min_confidence=0.5, symbol_prior=None))
+    text = "for item in items:\n    handle(item)\n\nfor item in items:\n    handle(\n"
+    out = eng.complete(SyntaxDocument(text, "python"), len(text) - 1)
+    assert out is not None and out.text == "item)"
+    assert mixes and all(m is not None for m in mixes)
+
+
+def test_a_known_name_seeds_the_canvas_where_no_copy_does_and_keeps_the_decoders_own_cut():
+    """The canvas plan with no copy: the known name the typed word goes on as most often nearby seeds the canvas
+    (the healed text first), and the decoder keeps it or writes its own. Unlike a copy's canvas, a name's keeps
+    the decoder's own cut (its span confidence); with no name nearby the canvas is noise."""
+    from diffill.infill.options import EngineOptions
+
+    tok = CodeTokenizer.train(CODE + ["handle_item(x)\nhandle_other(y)\n"] * 20, vocab_size=300)
+    net = random_net(tiny_config(vocab_size=tok.vocab_size, canvas_length=16))
+    asked = []
+
+    class Decoder(FakeModel):
+        def denoise(self, prompt, cache=None, init=None, **kw):
+            asked.append((tok.decode([t for t in init if t > 1]) if init else None, kw["min_confidence"]))
+            return [t for t in init if t > 1] if init else []
+
+    o = options(steps=2, draft="none", min_confidence=0.5, copy_prior=None, symbol_prior=0.0)
+    assert isinstance(o, EngineOptions) and o.rank.span_confidence > 0
+    eng = CompletionEngine(Decoder(net), tok, o)
+    text = "handle_item(a)\nhandle_item(b)\nhandle_other(c)\nvalue = handle_\n"
+    out = eng.complete(SyntaxDocument(text, "python"), len(text) - 1)
+    assert asked == [("handle_item", o.rank.span_confidence)] and out is not None and out.text == "item"
+    asked.clear()
+    text = "value = zq\n"
+    assert eng.complete(SyntaxDocument(text, "python"), len(text) - 1) is None and asked == [
+        (None, o.rank.span_confidence)
+    ]
