@@ -97,6 +97,8 @@ def _train_decoder(args: argparse.Namespace) -> int:
         minutes=args.minutes,
         alone_share=args.alone_share,
         first_share=args.first_share,
+        kl_weight=args.kl_weight,
+        partial_share=args.partial_share,
         threads=args.threads,
     )
     train(cfg, log=lambda line: print(line, flush=True))
@@ -223,6 +225,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     td.add_argument(
         "--first-share", type=float, default=DECODER.first_share, help="share of a speculative answer's first drafts"
+    )
+    td.add_argument(
+        "--kl-weight",
+        type=float,
+        default=DECODER.kl_weight,
+        help="weight of the distillation term on the encoder's own beliefs beside the labels",
+    )
+    td.add_argument(
+        "--partial-share",
+        type=float,
+        default=DECODER.partial_share,
+        help="share of canvases partly noised (seeded canvases the decoder refines)",
     )
     td.add_argument("--threads", type=int, default=0)
     td.set_defaults(func=_train_decoder)

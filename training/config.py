@@ -78,6 +78,11 @@ class DecoderTrainConfig:
     gamma: float = 5.0  # position k of a draft weighs exp(-k / gamma): its first tokens decide what is accepted
     pad_weight: float = 0.1
     second_weight: float = 1.0  # the on-policy second pass's loss beside the first's
+    # the distillation term on the encoder's beliefs beside the labels' cross-entropy (0: the labels alone)
+    kl_weight: float = 0.0
+    # this share of canvases keeps each answer token with probability 1 - t (t ~ U(0, 1)): seeded canvases (a copy,
+    # a known name, a draft), which the decoder refines rather than writes from noise
+    partial_share: float = 0.0
     report_every_s: float = 900.0
     save_every_s: float = 300.0
     seed: int = 0

@@ -167,14 +167,24 @@ class RowsCache:
         return torch.cat([self.keys[layer], k], dim=2), torch.cat([self.values[layer], v], dim=2), mask
 
 
-def encoded(net: DiffusionGemma, anchor: Anchor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+SOFT_TOP = 8  # the encoder's choices kept for each answer token's distillation term (its top ids)
+
+KV = list[tuple[torch.Tensor, torch.Tensor]]
+Soft = tuple[torch.Tensor, torch.Tensor]  # per answer token: the encoder's top ids [L, K] and log-probs [L, K]
+
+
+def encoded(net: DiffusionGemma, anchor: Anchor) -> tuple[KV, Soft]:
     """The encoder's keys/values of the prompt and the answer but its last token (every canvas layout's cache is
-    a prefix of it), kept in bf16."""
+    a prefix of it), kept in bf16, and from the same pass its beliefs at each answer token (the distillation
+    term's targets: what the greedy label was the argmax of)."""
     ids = torch.tensor([anchor.prompt + anchor.label[:-1]])
     cache = net.new_cache()
     with torch.no_grad():
-        net.encode(ids, cache)
-    return [(k.bfloat16(), v.bfloat16()) for k, v in zip(cache.keys, cache.values, strict=True)]
+        hidden = net.encode(ids, cache)
+        logp = torch.log_softmax(net.head(hidden[0, len(anchor.prompt) - 1 :]).float(), dim=-1)
+        top = logp.topk(SOFT_TOP, dim=-1)
+    kv = [(k.bfloat16(), v.bfloat16()) for k, v in zip(cache.keys, cache.values, strict=True)]
+    return kv, (top.indices, top.values)
 
 
 @dataclass
@@ -196,6 +206,10 @@ class Layout:
     def answer_length(self, a: Anchor) -> int:
         """The canvas positions the encoder's answer holds, its pin included."""
         return len(a.label) - self.committed + self.pinned
+
+    def label_index(self, j: int) -> int:
+        """The answer token canvas position `j` holds (past the answer: past its last index)."""
+        return self.committed + j - self.pinned
 
     def target(self, a: Anchor, end: int) -> list[int]:
         """The canvas the encoder accepts whole: the pin, the answer's rest, the end id, pads."""
@@ -220,12 +234,13 @@ def draw_layout(i: int, a: Anchor, rng: random.Random, cfg: DecoderTrainConfig) 
 def batch_inputs(
     layouts: list[Layout], anchors: list[Anchor], kv: list, end: int, gen: torch.Generator, vocab: int, cfg
 ):
-    """(cache, noised canvas, targets, pinned mask, loss weights, answer mask, positions) of a batch of layouts:
-    position k after the pin weighs exp(-k / gamma), pads pad_weight of that."""
+    """(cache, noised canvas, targets, pinned mask, loss weights, answer mask, positions, soft targets) of a batch
+    of layouts (`kv`: each anchor's `encoded`): position k after the pin weighs exp(-k / gamma), pads pad_weight
+    of that; the soft targets are the encoder's top ids and log-probs at the answer's tokens (soft_targets)."""
     rows = [anchors[lay.anchor] for lay in layouts]
     widths = [lay.width(a) for lay, a in zip(layouts, rows, strict=True)]
     lengths = [lay.cache_length(a) for lay, a in zip(layouts, rows, strict=True)]
-    cache = RowsCache([kv[lay.anchor] for lay in layouts], lengths, widths)
+    cache = RowsCache([kv[lay.anchor][0] for lay in layouts], lengths, widths)
     c = max(widths)
     targets = torch.full((len(rows), c), PAD)
     pinned = torch.zeros(len(rows), c, dtype=torch.bool)
@@ -240,9 +255,37 @@ def batch_inputs(
     weights = torch.exp(-k / cfg.gamma)
     weights = torch.where(targets == PAD, cfg.pad_weight * weights, weights) * inside * ~pinned
     noise = torch.randint(0, vocab, targets.shape, generator=gen)
+    if cfg.partial_share > 0:  # a seeded canvas (a copy, a name, a draft) as the decoder refines it
+        noise = partly_noised(targets, noise, cfg.partial_share, gen)
     canvas = torch.where(pinned, targets, noise)
     positions = torch.tensor(lengths)[:, None] + torch.arange(c)[None]
-    return cache, canvas, targets, pinned, weights, answer & inside, positions
+    soft = soft_targets(layouts, rows, [kv[lay.anchor][1] for lay in layouts], c)
+    return cache, canvas, targets, pinned, weights, answer & inside, positions, soft
+
+
+def partly_noised(targets: torch.Tensor, noise: torch.Tensor, share: float, gen: torch.Generator) -> torch.Tensor:
+    """`noise` where `share` of the rows keep each target token with probability 1 - t (t ~ U(0, 1) a row): the
+    canvases the decoder meets seeded, which it learns to keep where they are the answer."""
+    rows = targets.shape[0]
+    t = torch.rand(rows, 1, generator=gen)
+    seeded = torch.rand(rows, 1, generator=gen) < share
+    kept = seeded & (torch.rand(targets.shape, generator=gen) >= t)
+    return torch.where(kept, targets, noise)
+
+
+def soft_targets(layouts: list[Layout], rows: list[Anchor], softs: list[Soft], width: int):
+    """(ids [B, C, K], log-probs [B, C, K], mask [B, C]): the encoder's top choices at each canvas position that
+    holds an answer token (the label token was their argmax), none at the pin, the end id or pads."""
+    ids = torch.zeros(len(rows), width, SOFT_TOP, dtype=torch.long)
+    logp = torch.zeros(len(rows), width, SOFT_TOP)
+    mask = torch.zeros(len(rows), width, dtype=torch.bool)
+    for r, (lay, a, (top_ids, top_logp)) in enumerate(zip(layouts, rows, softs, strict=True)):
+        for j in range(int(lay.pinned), min(width, lay.width(a))):
+            i = lay.label_index(j)
+            if i >= len(a.label):
+                break
+            ids[r, j], logp[r, j], mask[r, j] = top_ids[i], top_logp[i], True
+    return ids, logp, mask
 
 
 def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch.Generator, bound: float):
@@ -256,14 +299,20 @@ def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch
 
 
 # ----- 2. training -----
-def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float):
-    """(first pass's loss, second pass's loss, first logits, second logits) of a batch of canvases."""
-    cache, canvas, targets, pinned, weights, _, positions = inputs
+def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float, kl_weight: float = 0.0):
+    """(first pass's loss, second pass's loss, first logits, second logits) of a batch of canvases: the
+    position-weighted cross-entropy on the labels plus `kl_weight` times the same-weighted cross-entropy on the
+    encoder's own beliefs where the canvas holds an answer token (its top SOFT_TOP choices, renormalised)."""
+    cache, canvas, targets, pinned, weights, _, positions, (soft_ids, soft_logp, soft_mask) = inputs
     vocab = net.config.vocab_size
+    soft_p = torch.softmax(soft_logp, dim=-1)
 
     def loss_of(logits):
-        per = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none")
-        return (per * weights.reshape(-1)).sum() / weights.sum().clamp(min=1e-6)
+        per = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none").view(targets.shape)
+        if kl_weight:
+            mine = torch.log_softmax(logits.float(), dim=-1).gather(-1, soft_ids)
+            per = per + kl_weight * soft_mask * -(soft_p * mine).sum(-1)
+        return (per * weights).sum() / weights.sum().clamp(min=1e-6)
 
     first = pin_logits(net.decode(canvas, cache, None, positions), pinned, targets)
     with torch.no_grad():
@@ -276,7 +325,7 @@ def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float):
 def accepted_counts(logits: torch.Tensor, inputs) -> tuple[list[int], list[bool]]:
     """Per canvas: the draft tokens the encoder accepts (its argmax after the pin, matched against the answer
     up to the first miss, the stop included) and whether the whole answer was accepted."""
-    _, _, targets, pinned, _, answer, _ = inputs
+    _, _, targets, pinned, _, answer, _, _ = inputs
     draft = logits.argmax(-1)
     counts, whole = [], []
     for r in range(targets.shape[0]):
@@ -390,7 +439,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
     held = write_labels(net, vocabulary, corpus / "heldout.jsonl", out / "labels-heldout.jsonl",
                         cfg.heldout_anchors, cfg, cfg.seed + 1, log)  # fmt: skip
     log(f"labels: {len(train_set)} train, {len(held)} held out; encoding their caches")
-    kv_train = [encoded(net, a) for a in train_set]
+    kv_train = [encoded(net, a) for a in train_set]  # (keys/values, the encoder's beliefs) of each anchor
     kv_held = [encoded(net, a) for a in held]
 
     attach_decoder_adapters(net, cfg.rank)
@@ -418,7 +467,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
         # the second pass self-conditions on the first's logits as the speculator passes them (untempered) or
         # as the card's sampler does (tempered 0.4-0.8)
         temp = 1.0 if rng.random() < 0.5 else 0.4 + 0.4 * rng.random()
-        l1, l2, _, _ = draft_losses(net, inputs, gen, bound, temp)
+        l1, l2, _, _ = draft_losses(net, inputs, gen, bound, temp, cfg.kl_weight)
         loss = l1 + cfg.second_weight * l2
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -42,7 +42,7 @@ def test_layouts_are_the_canvases_the_speculative_rounds_and_the_decoder_alone_r
 def test_rows_side_by_side_see_what_each_row_sees_alone():
     net = random_net(tiny_config(sliding_window=4))  # a window shorter than the prompts: its cut is tested too
     anchors = [Anchor([2, *range(10, 19)], [30, 31, END], "line", 15), Anchor([2, 40, 41, 42], [50, END], "line", 15)]
-    kv = [encoded(net, a) for a in anchors]
+    kv = [encoded(net, a)[0] for a in anchors]
     lengths, widths = [9, 3], [6, 4]
     canvas = torch.tensor([[60, 61, 62, 63, 64, 65], [70, 71, 72, 73, 0, 0]])
     positions = torch.tensor(lengths)[:, None] + torch.arange(6)[None]
@@ -103,3 +103,49 @@ def test_labels_resume_and_the_export_keeps_the_encoder(tmp_path):
     card = json.loads((tmp_path / "run" / "model" / "generation_config.json").read_text())
     assert card["diffill_speculative"] is True and card["max_denoising_steps"] == 4
     assert (tmp_path / "run" / "model" / "tokenizer.json").exists()
+
+
+def test_the_distillation_targets_are_the_encoders_beliefs_at_the_answer_tokens_each_canvas_holds():
+    """`encoded` keeps, from its one pass, the encoder's top choices at each answer token (a greedy label is
+    their argmax); each layout's canvas positions get those of the answer token they hold, none at the pin or
+    past the answer; the term adds to the labels' loss only with a weight."""
+    from diffill.training.decoder import batch_inputs, draft_losses, soft_targets
+
+    torch.manual_seed(0)
+    net = random_net(tiny_config(canvas_length=16))
+    prompt = [2, 11, 12, 13, 14]
+    cache, ids, greedy = net.new_cache(), torch.tensor([prompt]), []
+    with torch.no_grad():
+        for _ in range(4):  # the encoder's greedy answer, token by token
+            greedy.append(int(net.head(net.encode(ids, net.new_cache())[0, -1]).argmax()))
+            ids = torch.tensor([prompt + greedy])
+    a = Anchor(prompt, greedy, "line", 15)
+    kv, (top_ids, top_logp) = encoded(net, a)
+    assert top_ids[:, 0].tolist() == greedy and bool((top_logp[:, :-1] >= top_logp[:, 1:]).all())
+    layouts = [Layout(0, 0), Layout(0, 2), Layout(0, 0, pinned=False)]
+    s_ids, _, mask = soft_targets(layouts, [a] * 3, [(top_ids, top_logp)] * 3, 16)
+    assert mask[0].tolist() == [False, True, True, True, True] + [False] * 11  # the pin, then the 4 answer tokens
+    assert s_ids[0, 1:5, 0].tolist() == greedy and s_ids[1, 1:3, 0].tolist() == greedy[2:]
+    assert mask[1].sum() == 2 and mask[2].tolist()[:5] == [True] * 4 + [False]
+    assert s_ids[2, :4, 0].tolist() == greedy
+    inputs = batch_inputs(layouts, [a], [(kv, (top_ids, top_logp))], END, torch.Generator().manual_seed(0),
+                          net.config.vocab_size, DecoderTrainConfig())  # fmt: skip
+    with torch.no_grad():
+        plain = draft_losses(net, inputs, torch.Generator().manual_seed(1), 0.1, 1.0)[0]
+        distilled = draft_losses(net, inputs, torch.Generator().manual_seed(1), 0.1, 1.0, kl_weight=0.5)[0]
+    assert distilled > plain
+
+
+def test_partly_noised_canvases_keep_answer_tokens_only_in_their_share_of_rows():
+    from diffill.training.decoder import partly_noised
+
+    targets = torch.arange(100, 100 + 64 * 16).view(64, 16)  # no noise id equals a target (noise < 100)
+    noise = torch.randint(0, 100, targets.shape, generator=torch.Generator().manual_seed(0))
+    none = partly_noised(targets, noise, 0.0, torch.Generator().manual_seed(1))
+    assert torch.equal(none, noise)
+    every = partly_noised(targets, noise, 1.0, torch.Generator().manual_seed(1))
+    kept = every == targets
+    assert bool(((every == noise) | kept).all()) and 0.3 < kept.float().mean() < 0.7  # 1 - t, t ~ U(0, 1)
+    half = partly_noised(targets, noise, 0.5, torch.Generator().manual_seed(1))
+    seeded_rows = (half == targets).any(dim=1).float().mean()
+    assert 0.25 < seeded_rows < 0.75
