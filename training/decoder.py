@@ -25,7 +25,7 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -342,8 +342,10 @@ def accepted_counts(logits: torch.Tensor, inputs) -> tuple[list[int], list[bool]
 def report(net, anchors: list[Anchor], kv: list, end: int, cfg: DecoderTrainConfig, bound: float) -> dict:
     """Held-out figures: tokens accepted per decoder draft after 1 and 2 passes, for a speculative answer's first
     draft and for later ones (after committed tokens); whole answers accepted; and the decoder alone after the
-    prompt (`alone_whole_2`: it writes the encoder's whole answer in 2 passes)."""
+    prompt (`alone_whole_2`: it writes the encoder's whole answer in 2 passes). Every canvas is noised whole
+    (a partly noised one holds answer tokens: what the rounds draft from is noise)."""
     rng, gen = random.Random(1), torch.Generator().manual_seed(1)
+    cfg = replace(cfg, partial_share=0.0)
     layouts_of = {
         "first": [Layout(i, 0) for i in range(len(anchors))],
         "later": [Layout(i, rng.randint(1, len(a.label) - 1)) for i, a in enumerate(anchors) if len(a.label) >= 2],

@@ -114,7 +114,7 @@ def test_the_distillation_targets_are_the_encoders_beliefs_at_the_answer_tokens_
     torch.manual_seed(0)
     net = random_net(tiny_config(canvas_length=16))
     prompt = [2, 11, 12, 13, 14]
-    cache, ids, greedy = net.new_cache(), torch.tensor([prompt]), []
+    ids, greedy = torch.tensor([prompt]), []
     with torch.no_grad():
         for _ in range(4):  # the encoder's greedy answer, token by token
             greedy.append(int(net.head(net.encode(ids, net.new_cache())[0, -1]).argmax()))
@@ -149,3 +149,23 @@ def test_partly_noised_canvases_keep_answer_tokens_only_in_their_share_of_rows()
     half = partly_noised(targets, noise, 0.5, torch.Generator().manual_seed(1))
     seeded_rows = (half == targets).any(dim=1).float().mean()
     assert 0.25 < seeded_rows < 0.75
+
+
+def test_the_reports_canvases_are_noised_whole_whatever_share_training_seeds(monkeypatch):
+    """A partly noised canvas holds answer tokens; the rounds draft from noise, so the report never seeds one."""
+    from diffill.training import decoder
+
+    torch.manual_seed(0)
+    net = random_net(tiny_config(canvas_length=16))
+    anchors = [Anchor([2, 11, 12, 13], [20, 21, 22, END], "line", 15), Anchor([2, 14, 15], [23, END], "line", 15)]
+    kv = [encoded(net, a) for a in anchors]
+    shares, built = [], decoder.batch_inputs
+
+    def recorded(layouts, anchors, kv, end, gen, vocab, cfg):
+        shares.append(cfg.partial_share)
+        return built(layouts, anchors, kv, end, gen, vocab, cfg)
+
+    monkeypatch.setattr(decoder, "batch_inputs", recorded)
+    plain = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2), 0.1)
+    seeded = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2, partial_share=1.0), 0.1)
+    assert plain == seeded and shares and set(shares) == {0.0}
