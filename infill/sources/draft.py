@@ -125,10 +125,10 @@ NAME = "name"  # a Seed's source when a known name seeds the canvas (name_seed)
 
 @dataclass(frozen=True)
 class Seed:
-    """A canvas seeded with a copied line (copy_seed), and what the copy was."""
+    """A canvas seeded with a copied line (copy_seed) or a known name (name_seed), and what seeded it."""
 
     canvas: list[int]
-    ids: list[int]  # the copy's tokens (the healed text first)
+    ids: list[int]  # the seed's tokens (the healed text first)
     source: str  # "next line" or "copy", as the encoder's plan names its copies, or NAME
     places: int  # how many places continue this way
 
