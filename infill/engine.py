@@ -178,9 +178,10 @@ class CompletionEngine:
         with_copies = o.copies.copy_prior is not None and line_search.could_match(request.text, request.offset, kind)
         if not o.drafts.ar and not request.line:
             return [], None
-        around = self._neighbours(path) if with_copies or tuning.NGRAM_WEIGHT is not None else None
+        mixing = self.vocabulary.format.ngram_mixing  # tuned with diffill's tokenizer and models only
+        around = self._neighbours(path) if with_copies or (mixing and tuning.NGRAM_WEIGHT is not None) else None
         others = around.texts() if with_copies and around is not None else []
-        if not self.vocabulary.format.ngram_mixing:  # tuned with diffill's tokenizer and models only
+        if not mixing:
             return others, None
         mix = self.evidence.mixer(request.text, request.offset, request.prompt, around, self.memory)
         return others, mix
