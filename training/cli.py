@@ -83,23 +83,13 @@ def _train_run(args: argparse.Namespace) -> int:
 
 
 def _train_decoder(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
     from diffill.training.decoder import DecoderTrainConfig, train
 
+    # each flag is named after the config field it sets (--heldout-anchors: heldout_anchors)
     cfg = DecoderTrainConfig(
-        corpus=args.corpus,
-        init=args.init,
-        out=args.out,
-        rank=args.rank,
-        anchors=args.anchors,
-        heldout_anchors=args.heldout_anchors,
-        batch=args.batch,
-        lr=args.lr,
-        minutes=args.minutes,
-        alone_share=args.alone_share,
-        first_share=args.first_share,
-        kl_weight=args.kl_weight,
-        partial_share=args.partial_share,
-        threads=args.threads,
+        **{f.name: getattr(args, f.name) for f in fields(DecoderTrainConfig) if hasattr(args, f.name)}
     )
     train(cfg, log=lambda line: print(line, flush=True))
     return 0

@@ -232,15 +232,16 @@ def draw_layout(i: int, a: Anchor, rng: random.Random, cfg: DecoderTrainConfig) 
 
 
 def batch_inputs(
-    layouts: list[Layout], anchors: list[Anchor], kv: list, end: int, gen: torch.Generator, vocab: int, cfg
+    layouts: list[Layout], anchors: list[Anchor], encodings: list, end: int, gen: torch.Generator, vocab: int, cfg
 ):
     """(cache, noised canvas, targets, pinned mask, loss weights, answer mask, positions, soft targets) of a batch
-    of layouts (`kv`: each anchor's `encoded`): position k after the pin weighs exp(-k / gamma), pads pad_weight
-    of that; the soft targets are the encoder's top ids and log-probs at the answer's tokens (soft_targets)."""
+    of layouts (`encodings`: each anchor's `encoded`): position k after the pin weighs exp(-k / gamma), pads
+    pad_weight of that; the soft targets are the encoder's top ids and log-probs at the answer's tokens
+    (soft_targets; None where cfg.kl_weight asks for no distillation term)."""
     rows = [anchors[lay.anchor] for lay in layouts]
     widths = [lay.width(a) for lay, a in zip(layouts, rows, strict=True)]
     lengths = [lay.cache_length(a) for lay, a in zip(layouts, rows, strict=True)]
-    cache = RowsCache([kv[lay.anchor][0] for lay in layouts], lengths, widths)
+    cache = RowsCache([encodings[lay.anchor][0] for lay in layouts], lengths, widths)
     c = max(widths)
     targets = torch.full((len(rows), c), PAD)
     pinned = torch.zeros(len(rows), c, dtype=torch.bool)
@@ -259,7 +260,7 @@ def batch_inputs(
         noise = partly_noised(targets, noise, cfg.partial_share, gen)
     canvas = torch.where(pinned, targets, noise)
     positions = torch.tensor(lengths)[:, None] + torch.arange(c)[None]
-    soft = soft_targets(layouts, rows, [kv[lay.anchor][1] for lay in layouts], c)
+    soft = soft_targets(layouts, rows, [encodings[lay.anchor][1] for lay in layouts], c) if cfg.kl_weight else None
     return cache, canvas, targets, pinned, weights, answer & inside, positions, soft
 
 
@@ -302,10 +303,13 @@ def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch
 def draft_losses(net, inputs, gen: torch.Generator, bound: float, temp: float, kl_weight: float = 0.0):
     """(first pass's loss, second pass's loss, first logits, second logits) of a batch of canvases: the
     position-weighted cross-entropy on the labels plus `kl_weight` times the same-weighted cross-entropy on the
-    encoder's own beliefs where the canvas holds an answer token (its top SOFT_TOP choices, renormalised)."""
-    cache, canvas, targets, pinned, weights, _, positions, (soft_ids, soft_logp, soft_mask) = inputs
+    encoder's own beliefs where the canvas holds an answer token (its top SOFT_TOP choices, renormalised; the
+    inputs' soft targets, which batch_inputs builds only for a config that asks for the term)."""
+    cache, canvas, targets, pinned, weights, _, positions, soft = inputs
     vocab = net.config.vocab_size
-    soft_p = torch.softmax(soft_logp, dim=-1)
+    if kl_weight:
+        soft_ids, soft_logp, soft_mask = soft
+        soft_p = torch.softmax(soft_logp, dim=-1)
 
     def loss_of(logits):
         per = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1), reduction="none").view(targets.shape)
@@ -339,13 +343,13 @@ def accepted_counts(logits: torch.Tensor, inputs) -> tuple[list[int], list[bool]
 
 
 @torch.no_grad()
-def report(net, anchors: list[Anchor], kv: list, end: int, cfg: DecoderTrainConfig, bound: float) -> dict:
+def report(net, anchors: list[Anchor], encodings: list, end: int, cfg: DecoderTrainConfig, bound: float) -> dict:
     """Held-out figures: tokens accepted per decoder draft after 1 and 2 passes, for a speculative answer's first
     draft and for later ones (after committed tokens); whole answers accepted; and the decoder alone after the
     prompt (`alone_whole_2`: it writes the encoder's whole answer in 2 passes). Every canvas is noised whole
     (a partly noised one holds answer tokens: what the rounds draft from is noise)."""
     rng, gen = random.Random(1), torch.Generator().manual_seed(1)
-    cfg = replace(cfg, partial_share=0.0)
+    cfg = replace(cfg, partial_share=0.0, kl_weight=0.0)  # (its losses are not read: no distillation term)
     layouts_of = {
         "first": [Layout(i, 0) for i in range(len(anchors))],
         "later": [Layout(i, rng.randint(1, len(a.label) - 1)) for i, a in enumerate(anchors) if len(a.label) >= 2],
@@ -356,7 +360,7 @@ def report(net, anchors: list[Anchor], kv: list, end: int, cfg: DecoderTrainConf
         got = {1: [], 2: []}
         whole = {1: [], 2: []}
         for s in range(0, len(layouts), cfg.batch):
-            inputs = batch_inputs(layouts[s : s + cfg.batch], anchors, kv, end, gen, net.config.vocab_size, cfg)
+            inputs = batch_inputs(layouts[s : s + cfg.batch], anchors, encodings, end, gen, net.config.vocab_size, cfg)
             _, _, l1, l2 = draft_losses(net, inputs, gen, bound, 1.0)
             for steps, logits in ((1, l1), (2, l2)):
                 counts, full = accepted_counts(logits, inputs)
@@ -441,8 +445,8 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
     held = write_labels(net, vocabulary, corpus / "heldout.jsonl", out / "labels-heldout.jsonl",
                         cfg.heldout_anchors, cfg, cfg.seed + 1, log)  # fmt: skip
     log(f"labels: {len(train_set)} train, {len(held)} held out; encoding their caches")
-    kv_train = [encoded(net, a) for a in train_set]  # (keys/values, the encoder's beliefs) of each anchor
-    kv_held = [encoded(net, a) for a in held]
+    encoded_train = [encoded(net, a) for a in train_set]  # (keys/values, the encoder's beliefs) of each anchor
+    encoded_held = [encoded(net, a) for a in held]
 
     attach_decoder_adapters(net, cfg.rank)
     for p in net.parameters():
@@ -453,7 +457,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     state = _resume(out, net, opt) or {"step": 0, "seconds": 0.0, "reports": []}
     if not state["reports"]:
-        state["reports"].append({"step": 0, **report(net, held, kv_held, end, cfg, bound)})
+        state["reports"].append({"step": 0, **report(net, held, encoded_held, end, cfg, bound)})
         log(f"held out before training: {state['reports'][-1]}")
     rng = random.Random(cfg.seed + state["step"])
     gen = torch.Generator().manual_seed(cfg.seed + state["step"])
@@ -465,7 +469,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
         frac = (time.perf_counter() - t0) / budget
         for g in opt.param_groups:  # cosine to a tenth over the run's minutes, after 50 steps of warm-up
             g["lr"] = cfg.lr * min(1.0, (state["step"] + 1) / 50) * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
-        inputs = batch_inputs(next(stream), train_set, kv_train, end, gen, net.config.vocab_size, cfg)
+        inputs = batch_inputs(next(stream), train_set, encoded_train, end, gen, net.config.vocab_size, cfg)
         # the second pass self-conditions on the first's logits as the speculator passes them (untempered) or
         # as the card's sampler does (tempered 0.4-0.8)
         temp = 1.0 if rng.random() < 0.5 else 0.4 + 0.4 * rng.random()
@@ -481,7 +485,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
             log(f"step {state['step']} loss {l1.item():.3f} / {l2.item():.3f} ({state['seconds']:.0f} s)")
         if time.perf_counter() - last_report > cfg.report_every_s:
             net.eval()
-            state["reports"].append({"step": state["step"], **report(net, held, kv_held, end, cfg, bound)})
+            state["reports"].append({"step": state["step"], **report(net, held, encoded_held, end, cfg, bound)})
             log(f"held out at step {state['step']}: {state['reports'][-1]}")
             net.train()
             last_report = time.perf_counter()
@@ -490,7 +494,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
             last_save = time.perf_counter()
     net.eval()
     if state["reports"][-1]["step"] != state["step"]:
-        state["reports"].append({"step": state["step"], **report(net, held, kv_held, end, cfg, bound)})
+        state["reports"].append({"step": state["step"], **report(net, held, encoded_held, end, cfg, bound)})
         log(f"held out at the end (step {state['step']}): {state['reports'][-1]}")
     _save(out, net, opt, state)
     export(net, init, out / "model", {"config": asdict(cfg), **state})

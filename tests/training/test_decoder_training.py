@@ -129,7 +129,10 @@ def test_the_distillation_targets_are_the_encoders_beliefs_at_the_answer_tokens_
     assert mask[1].sum() == 2 and mask[2].tolist()[:5] == [True] * 4 + [False]
     assert s_ids[2, :4, 0].tolist() == greedy
     inputs = batch_inputs(layouts, [a], [(kv, (top_ids, top_logp))], END, torch.Generator().manual_seed(0),
-                          net.config.vocab_size, DecoderTrainConfig())  # fmt: skip
+                          net.config.vocab_size, DecoderTrainConfig(kl_weight=0.5))  # fmt: skip
+    unasked = batch_inputs(layouts, [a], [(kv, (top_ids, top_logp))], END, torch.Generator().manual_seed(0),
+                           net.config.vocab_size, DecoderTrainConfig())  # fmt: skip
+    assert unasked[-1] is None  # no term asked for: no soft targets built
     with torch.no_grad():
         plain = draft_losses(net, inputs, torch.Generator().manual_seed(1), 0.1, 1.0)[0]
         distilled = draft_losses(net, inputs, torch.Generator().manual_seed(1), 0.1, 1.0, kl_weight=0.5)[0]
@@ -169,3 +172,21 @@ def test_the_reports_canvases_are_noised_whole_whatever_share_training_seeds(mon
     plain = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2), 0.1)
     seeded = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2, partial_share=1.0), 0.1)
     assert plain == seeded and shares and set(shares) == {0.0}
+
+
+def test_each_train_decoder_flag_sets_its_config_field(monkeypatch):
+    """`diffill train decoder` builds its config from the flags by name: every flag reaches its field."""
+    from diffill.lsp import cli
+    from diffill.training import decoder
+
+    seen = []
+    monkeypatch.setattr(decoder, "train", lambda cfg, log: seen.append(cfg))
+    flags = {"--rank": "8", "--anchors": "9", "--heldout-anchors": "7", "--batch": "4", "--lr": "0.01",
+             "--minutes": "3", "--alone-share": "0.4", "--first-share": "0.3", "--kl-weight": "0.5",
+             "--partial-share": "0.2", "--threads": "1", "--corpus": "c", "--init": "i", "--out": "o"}  # fmt: skip
+    cli.main(["train", "decoder", *[x for kv in flags.items() for x in kv]])
+    (cfg,) = seen
+    for flag, value in flags.items():
+        got = getattr(cfg, flag[2:].replace("-", "_"))
+        assert got == type(got)(value), flag
+    assert cfg.gamma == DecoderTrainConfig().gamma  # a field no flag sets keeps its default
