@@ -129,6 +129,7 @@ class DiffusionModel:
         first_allowed: list[int] | None = None,
         min_confidence: float = 0.0,
         cancel: Callable[[], bool] | None = None,
+        mix: NgramMixer | None = None,
     ) -> list[int]:
         """The answer of up to `canvases` canvases of `canvas` tokens denoised after the prompt in at most `steps`
         steps (model.session.PromptSession.denoise says what each option does), up to its EOS."""
@@ -144,6 +145,7 @@ class DiffusionModel:
             cancel=cancel,
             init=init,
             first_allowed=first_allowed,
+            mix=mix,
         )
         return self._answer(out, min_confidence)
 

@@ -35,6 +35,7 @@ from .draws import (
     stable_since,
     temperature,
 )
+from .ngram import NgramMixer, mixed_read
 
 
 @dataclass
@@ -157,7 +158,7 @@ def denoise_canvas(
     if steps:
         probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
         confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
-    return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
+    return CanvasResult(tokens=argmax, steps=steps, confidence=confidence, logits=last_logits if steps else None)
 
 
 def refine_canvas(
@@ -218,13 +219,16 @@ def generate(
     on_draft: Callable[[torch.Tensor, int], None] | None = None,
     init: list[int] | None = None,
     first_allowed: list[int] | None = None,
+    mix: NgramMixer | None = None,
 ) -> GenerationOutput:
     """Prompt prefill, then ceil(max_new_tokens / C) canvases, each denoised then committed through the encoder.
 
     `init` seeds the first canvas (a draft to refine) instead of uniform noise.
     `first_allowed` lists the only ids the first new token may take (token healing: the prompt's last, partial
     token was taken back, and the answer must start with its text).
-    `pinned` maps canvas offsets of the first canvas to token ids held fixed. After a canvas that contains an
+    `pinned` maps canvas offsets of the first canvas to token ids held fixed. `mix` (the code around's n-gram
+    evidence) reads the first canvas when it was denoised from noise (model.ngram.mixed_read); a seeded one holds
+    what a copy or the encoder wrote, which the evidence would only argue with. After a canvas that contains an
     EOS id, tokens after the first EOS become pad and generation stops (the reference's EOS-then-pad rule).
     """
     device = model.device
@@ -277,6 +281,9 @@ def generate(
             )
         steps += result.steps
         block = result.tokens
+        if mix is not None and b == 0 and init is None and result.logits is not None:
+            read, probs = mixed_read(mix, result.logits[0], block[0], pin_mask[0] if pin_mask is not None else None)
+            block, result.confidence = read[None], probs[None]
         finished = False
         if eos is not None:
             is_eos = torch.isin(block, eos)

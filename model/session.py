@@ -293,6 +293,7 @@ class PromptSession:
             first_allowed=self.healing.first_ids,
             min_confidence=min_confidence,
             cancel=self.cancel,
+            mix=self.mix,
         )
 
     def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tiny import random_model, tiny_config
 
-from diffill.model.ngram import MAX_ORDER, MIN_ORDER, NgramMixer, TokenIndex
+from diffill.model.ngram import MAX_ORDER, MIN_ORDER, NgramMixer, TokenIndex, mixed_read
 
 V = 50
 
@@ -121,3 +121,56 @@ def test_the_mix_at_some_ids_is_the_whole_mix_there():
     for tail, tokens in (([1, 2, 3], [4]), ([7, 7], [8]), ([1, 2], [3, 4])):  # both, neither, the index alone
         mixer = NgramMixer([index], tail, weight=0.3, per_order=0.1, memory=memory, memory_weight=0.4)
         assert torch.allclose(mixer.mix_at(tokens, logp, at), mixer.mix(tokens, logp)[at], atol=1e-6)
+
+
+def _logits(rows: dict[int, int], length: int, favoured: int = 5) -> torch.Tensor:
+    """Canvas logits [length, V]: the positions in `rows` sure of their id, the others mildly favouring one."""
+    logits = torch.zeros(length, V)
+    logits[:, favoured] = 1.0
+    for k, token in rows.items():
+        logits[k, token] = 20.0
+    return logits
+
+
+def test_a_canvas_read_with_the_evidence_spells_on_as_the_code_around_does():
+    mixer = NgramMixer([TokenIndex([[11, 12, 20, 21, 22, 30] * 3], V)], tail=[11, 12], weight=0.9, per_order=0.0)
+    logits = _logits({0: 20}, 3)
+    tokens, probs = mixed_read(mixer, logits, logits.argmax(-1))
+    assert tokens.tolist() == [20, 21, 22]  # each position read after the ones before it: 12 20 -> 21, 20 21 -> 22
+    assert logits.argmax(-1).tolist() == [20, 5, 5]  # what the decoder alone wrote
+    expected = [float(mixer.mix(tokens[:k].tolist(), torch.log_softmax(logits[k], -1))[t].exp()) for k, t in
+                enumerate(tokens.tolist())]  # fmt: skip
+    assert probs.tolist() == pytest.approx(expected, rel=1e-5)
+    assert all(p > 0.85 for p in probs.tolist())
+
+
+def test_a_read_keeps_pinned_positions_and_ids_the_logits_rule_out():
+    mixer = NgramMixer([TokenIndex([[11, 12, 20, 21, 22] * 3], V)], tail=[11, 12], weight=0.9, per_order=0.0)
+    logits = _logits({}, 3)
+    logits[0, 20] = torch.finfo(logits.dtype).min  # token healing rules 20 out of the first position
+    pinned = torch.tensor([False, True, False])
+    tokens, probs = mixed_read(mixer, logits, torch.tensor([5, 7, 5]), pinned)
+    assert tokens[0] != 20 and tokens[1] == 7
+    assert float(probs[1]) == pytest.approx(float(torch.softmax(logits[1], -1)[7]), rel=1e-5)
+
+
+def test_without_a_match_a_read_is_the_decoders_own():
+    mixer = NgramMixer([TokenIndex([[1, 2, 3]], V)], tail=[4, 6], weight=0.9, per_order=0.0)
+    logits = torch.randn(4, V, generator=torch.Generator().manual_seed(2))
+    tokens, probs = mixed_read(mixer, logits, logits.argmax(-1))
+    assert torch.equal(tokens, logits.argmax(-1))
+    assert torch.allclose(probs, torch.softmax(logits, -1).max(-1).values, rtol=1e-5)
+
+
+def test_a_canvas_from_noise_is_read_with_the_evidence_and_a_seeded_one_is_not():
+    model = random_model(tiny_config(vocab_size=V), seed=0, eos=[1])
+    prompt, target = [2, 10, 11, 12], [20, 21, 22]
+    mixer = NgramMixer([TokenIndex([[11, 12, *target] * 5], V)], tail=prompt, weight=0.95, per_order=0.0)
+
+    def denoise(**kw) -> list[int]:
+        return model.denoise(prompt, model.net.new_cache(), canvas=3, steps=2, seed=0, **kw)
+
+    assert denoise() != target
+    assert denoise(mix=mixer) == target
+    seed = [30, 31, 32]
+    assert denoise(init=seed, mix=mixer) == denoise(init=seed)
