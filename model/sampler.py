@@ -228,8 +228,9 @@ def generate(
     token was taken back, and the answer must start with its text).
     `pinned` maps canvas offsets of the first canvas to token ids held fixed. `mix` (the code around's n-gram
     evidence) reads the first canvas when it was denoised from noise (model.ngram.mixed_read); a seeded one holds
-    what a copy or the encoder wrote, which the evidence would only argue with. After a canvas that contains an
-    EOS id, tokens after the first EOS become pad and generation stops (the reference's EOS-then-pad rule).
+    what a copy, a known name or the encoder wrote, which the evidence would only argue with. After a canvas
+    that contains an EOS id, tokens after the first EOS become pad and generation stops (the reference's
+    EOS-then-pad rule).
     """
     device = model.device
     c = canvas_length or model.config.canvas_length
