@@ -10,6 +10,7 @@
 #   fp8      `bench gpu --scheme fp8 --ref-layers 0`: the same figures with fp8 experts through the grouped GEMM
 #   profile  `bench gpu --profile`: where a step's time goes (off by default)
 #   train    bench/train_gpu.sh with the time left (#21; off by default)
+#   decoder  bench/train_decoder_gpu.sh with the time left (#38; off by default: STAGES=decoder, carry data/gpu too)
 # STAGES picks them (default "checks kernels bench lsp fp8"); a stage that would not end within BUDGET is skipped.
 # Everything lands in $OUT (at most 8 files come back): device.log, checks.log, kernels.txt, kernels.json, gpu.json
 # [gpu-torch.json], lsp.txt, gpu-fp8.json, profile.txt.
@@ -78,5 +79,14 @@ if stage train 120; then
     CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh "$minutes" >/tmp/train-all.log 2>&1
     echo "train_gpu.sh exit $? ($(date +%T)); its last lines:"
     tail -25 /tmp/train-all.log
+fi
+if stage decoder 240; then
+    left=$((BUDGET - SECONDS))
+    # what is left after the labels (LABEL_MINUTES, 2.5 by default) and about a minute for the caches and export
+    minutes=$("$PY" -c "print(max(1.0, round(($left - 150 - 70) / 60, 2)))")
+    echo "== train_decoder_gpu.sh $minutes minutes"
+    SPLIT_MB=15 bash bench/train_decoder_gpu.sh "$minutes" >/tmp/decoder-all.log 2>&1
+    echo "train_decoder_gpu.sh exit $? ($(date +%T)); its last lines:"
+    tail -8 /tmp/decoder-all.log
 fi
 ls -la "$OUT"

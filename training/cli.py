@@ -202,6 +202,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     td.add_argument(
         "--heldout-anchors", type=int, default=DECODER.heldout_anchors, help="held-out cursors the reports are on"
     )
+    td.add_argument(
+        "--label-minutes",
+        type=float,
+        default=DECODER.label_minutes,
+        help="stop labelling training cursors after this long and train on those written (0: all --anchors)",
+    )
     td.add_argument("--batch", type=int, default=DECODER.batch)
     td.add_argument("--lr", type=float, default=DECODER.lr)
     td.add_argument(
@@ -229,6 +235,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="share of canvases partly noised (seeded canvases the decoder refines)",
     )
     td.add_argument("--threads", type=int, default=0)
+    td.add_argument("--device", default=DECODER.device, help="where the caches are encoded and the adapters train")
+    td.add_argument(
+        "--workers", type=int, default=DECODER.workers, help="labelling processes, a CPU core each (0: this one)"
+    )
     td.set_defaults(func=_train_decoder)
     te = tsub.add_parser("export", help="copy a run into a model folder (bf16 weights, tokenizer, configs)")
     te.add_argument("--run", default="runs/embedded")

@@ -69,6 +69,7 @@ class DecoderTrainConfig:
     rank: int = 32
     anchors: int = 5000
     heldout_anchors: int = 300
+    label_minutes: float = 0.0  # labelling the training split stops after this long (0: when it has `anchors`)
     lines_share: float = 0.25  # cursors on a fresh line (a few lines to write) among the rest-of-line ones
     batch: int = 32
     lr: float = 2e-3
@@ -87,3 +88,5 @@ class DecoderTrainConfig:
     save_every_s: float = 300.0
     seed: int = 0
     threads: int = 0
+    device: str = "cpu"  # where the caches are encoded and the adapters train (labels are written on CPU cores)
+    workers: int = 0  # labelling processes (0: this one)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import random
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -52,6 +55,8 @@ from .cursors import cut
 from .train import load_moments, save_moments, write_state
 
 MAX_FILE_CHARS = 200_000  # files longer than this are left out (the daemon's eval does the same)
+LABEL_CHUNK = 64  # cursors drawn at a time for each labelling process
+ENCODE_TOKENS = 16_384  # the most (padded) tokens one batched encoder pass over the anchors holds
 
 
 @dataclass
@@ -101,10 +106,39 @@ def read_labels(path: Path) -> list[Anchor]:
     return have
 
 
+_LABELLER: tuple[DiffusionGemma, Vocabulary] | None = None  # a labelling process's own model
+
+
+def _start_labeller(init: str) -> None:
+    global _LABELLER
+    torch.set_num_threads(1)
+    vocabulary = Vocabulary(CodeTokenizer.from_file(Path(init) / "tokenizer.json"))
+    _LABELLER = (load_model(Path(init), dtype=torch.float32), vocabulary)
+
+
+def _label_job(job: tuple[str, str, int]) -> Anchor | None:
+    return label(*_LABELLER, *job)
+
+
+@contextmanager
+def labeller(net: DiffusionGemma, vocabulary: Vocabulary, cfg: DecoderTrainConfig):
+    """A function labelling a list of (text, path, offset) cursors in order: here with `net`, or by `cfg.workers`
+    processes with a CPU thread and the init's model each (labels are an encoder's greedy answers, one pass a
+    token: a GPU machine's cores write them faster than its GPU)."""
+    if cfg.workers <= 0:
+        yield lambda jobs: [label(net, vocabulary, *job) for job in jobs]
+        return
+    spawn = multiprocessing.get_context("spawn")  # a forked child of a process torch's threads ran in can hang
+    with ProcessPoolExecutor(cfg.workers, mp_context=spawn, initializer=_start_labeller, initargs=(cfg.init,)) as ex:
+        yield lambda jobs: list(ex.map(_label_job, jobs, chunksize=8))
+
+
 def write_labels(
-    net: DiffusionGemma, vocabulary: Vocabulary, corpus: Path, dest: Path, n: int, cfg, seed: int, log
+    label_all, corpus: Path, dest: Path, n: int, cfg, seed: int, log, deadline: float | None = None
 ) -> list[Anchor]:
-    """`n` anchors from `corpus` (a split's JSONL) in `dest`, appending to the ones a stopped run wrote."""
+    """`n` anchors from `corpus` (a split's JSONL) in `dest` (labelled by `label_all`: `labeller`'s), appending
+    to the ones a stopped run wrote, or as many as are written by `deadline` (a perf_counter time). Cursors are
+    drawn a chunk at a time; the anchors are the first the cursors give, however many processes label them."""
     have = read_labels(dest)
     if len(have) >= n:
         return have[:n]
@@ -112,19 +146,21 @@ def write_labels(
     rng = random.Random(seed * 1_000_003 + len(have))  # a resumed run draws on from where its file ends
     t0 = time.perf_counter()
     with dest.open("a") as out:
-        while len(have) < n:
-            doc = docs[rng.randrange(len(docs))]
-            cursor = draw_cursor(doc["text"], rng, "lines" if rng.random() < cfg.lines_share else "line")
-            if cursor is None:
-                continue
-            anchor = label(net, vocabulary, cursor[0], doc["path"], cursor[1])
-            if anchor is None:
-                continue
-            have.append(anchor)
-            out.write(json.dumps(asdict(anchor)) + "\n")
-            if len(have) % 500 == 0:
-                out.flush()
-                log(f"labels {dest.name}: {len(have)}/{n} ({time.perf_counter() - t0:.0f} s)")
+        while len(have) < n and (deadline is None or time.perf_counter() < deadline):
+            jobs = []
+            while len(jobs) < min(LABEL_CHUNK * max(1, cfg.workers), n - len(have)):
+                doc = docs[rng.randrange(len(docs))]
+                cursor = draw_cursor(doc["text"], rng, "lines" if rng.random() < cfg.lines_share else "line")
+                if cursor is not None:
+                    jobs.append((cursor[0], doc["path"], cursor[1]))
+            for anchor in label_all(jobs):
+                if anchor is None or len(have) >= n:
+                    continue
+                have.append(anchor)
+                out.write(json.dumps(asdict(anchor)) + "\n")
+                if len(have) % 500 == 0:
+                    out.flush()
+                    log(f"labels {dest.name}: {len(have)}/{n} ({time.perf_counter() - t0:.0f} s)")
     return have
 
 
@@ -132,11 +168,18 @@ def write_labels(
 class RowsCache:
     """Prompt caches of different lengths side by side for one batched decoder pass: right-padded keys/values,
     each row seeing its own positions (a sliding layer its last window-1, as KVCache keeps) and the first
-    `widths[r]` canvas positions. Read-only, as the decoder's pass reads a cache."""
+    `widths[r]` canvas positions, on `device` (the rows may be kept elsewhere). Read-only, as the decoder's pass
+    reads a cache."""
 
-    def __init__(self, rows: list[list[tuple[torch.Tensor, torch.Tensor]]], lengths: list[int], widths: list[int]):
-        self.lengths = torch.tensor(lengths)
-        self.widths = torch.tensor(widths)
+    def __init__(
+        self,
+        rows: list[list[tuple[torch.Tensor, torch.Tensor]]],
+        lengths: list[int],
+        widths: list[int],
+        device: torch.device | str = "cpu",
+    ):
+        self.lengths = torch.tensor(lengths, device=device)
+        self.widths = torch.tensor(widths, device=device)
         longest = max(lengths)
         self.keys, self.values = [], []
         for layer in range(len(rows[0])):
@@ -144,10 +187,10 @@ class RowsCache:
             for row, n in zip(rows, lengths, strict=True):
                 k, v = row[layer]
                 pad = longest - n
-                ks.append(F.pad(k[:, :, :n].float(), (0, 0, 0, pad)))
-                vs.append(F.pad(v[:, :, :n].float(), (0, 0, 0, pad)))
-            self.keys.append(torch.cat(ks))
-            self.values.append(torch.cat(vs))
+                ks.append(F.pad(k[:, :, :n], (0, 0, 0, pad)))
+                vs.append(F.pad(v[:, :, :n], (0, 0, 0, pad)))
+            self.keys.append(torch.cat(ks).to(device).float())  # moved as kept (bf16), then widened
+            self.values.append(torch.cat(vs).to(device).float())
 
     @property
     def length(self) -> int:
@@ -158,11 +201,11 @@ class RowsCache:
             raise ValueError("a RowsCache is read by decoder passes only")
 
     def attend(self, layer: int, k: torch.Tensor, v: torch.Tensor, causal: bool, window: int | None):
-        at = torch.arange(self.length)
+        at = torch.arange(self.length, device=k.device)
         seen = at[None] < self.lengths[:, None]
         if window is not None:
             seen &= at[None] >= self.lengths[:, None] - (window - 1)
-        canvas = torch.arange(k.shape[2])[None] < self.widths[:, None]
+        canvas = torch.arange(k.shape[2], device=k.device)[None] < self.widths[:, None]
         mask = torch.cat([seen, canvas], dim=1)[:, None, None, :]
         return torch.cat([self.keys[layer], k], dim=2), torch.cat([self.values[layer], v], dim=2), mask
 
@@ -177,14 +220,39 @@ def encoded(net: DiffusionGemma, anchor: Anchor) -> tuple[KV, Soft]:
     """The encoder's keys/values of the prompt and the answer but its last token (every canvas layout's cache is
     a prefix of it), kept in bf16, and from the same pass its beliefs at each answer token (the distillation
     term's targets: what the greedy label was the argmax of)."""
-    ids = torch.tensor([anchor.prompt + anchor.label[:-1]])
-    cache = net.new_cache()
+    return encode_all(net, [anchor])[0]
+
+
+def encode_all(net: DiffusionGemma, anchors: list[Anchor], home: torch.device | str = "cpu") -> list[tuple[KV, Soft]]:
+    """`encoded` of each anchor, in batched passes of anchors of about the same length (right-padded: a causal
+    pass's positions never see the pads after them), the keys/values kept on `home`, the beliefs on the CPU."""
+    out: list = [None] * len(anchors)
+    order = sorted(range(len(anchors)), key=lambda i: len(anchors[i].prompt) + len(anchors[i].label))
+    s = 0
     with torch.no_grad():
-        hidden = net.encode(ids, cache)
-        logp = torch.log_softmax(net.head(hidden[0, len(anchor.prompt) - 1 :]).float(), dim=-1)
-        top = logp.topk(SOFT_TOP, dim=-1)
-    kv = [(k.bfloat16(), v.bfloat16()) for k, v in zip(cache.keys, cache.values, strict=True)]
-    return kv, (top.indices, top.values)
+        while s < len(order):
+            longest = len(anchors[order[s]].prompt) + len(anchors[order[s]].label) - 1
+            group = [order[s]]
+            for i in order[s + 1 :]:
+                n = len(anchors[i].prompt) + len(anchors[i].label) - 1
+                if n * (len(group) + 1) > ENCODE_TOKENS:
+                    break
+                group.append(i)
+                longest = n
+            s += len(group)
+            rows = [anchors[i].prompt + anchors[i].label[:-1] for i in group]
+            ids = torch.tensor([r + [PAD] * (longest - len(r)) for r in rows], device=net.device)
+            cache = net.new_cache()
+            hidden = net.encode(ids, cache)
+            for r, i in enumerate(group):
+                a, n = anchors[i], len(rows[r])
+                logp = torch.log_softmax(net.head(hidden[r, len(a.prompt) - 1 : n]).float(), dim=-1)
+                top = logp.topk(SOFT_TOP, dim=-1)
+                kv = [(k[r : r + 1, :, :n].to(home, torch.bfloat16, copy=True),
+                       v[r : r + 1, :, :n].to(home, torch.bfloat16, copy=True))
+                      for k, v in zip(cache.keys, cache.values, strict=True)]  # fmt: skip
+                out[i] = (kv, (top.indices.cpu(), top.values.cpu()))
+    return out
 
 
 @dataclass
@@ -237,11 +305,12 @@ def batch_inputs(
     """(cache, noised canvas, targets, pinned mask, loss weights, answer mask, positions, soft targets) of a batch
     of layouts (`encodings`: each anchor's `encoded`): position k after the pin weighs exp(-k / gamma), pads
     pad_weight of that; the soft targets are the encoder's top ids and log-probs at the answer's tokens
-    (soft_targets; None where cfg.kl_weight asks for no distillation term)."""
+    (soft_targets; None where cfg.kl_weight asks for no distillation term). All on the generator's device."""
+    dev = gen.device
     rows = [anchors[lay.anchor] for lay in layouts]
     widths = [lay.width(a) for lay, a in zip(layouts, rows, strict=True)]
     lengths = [lay.cache_length(a) for lay, a in zip(layouts, rows, strict=True)]
-    cache = RowsCache([encodings[lay.anchor][0] for lay in layouts], lengths, widths)
+    cache = RowsCache([encodings[lay.anchor][0] for lay in layouts], lengths, widths, dev)
     c = max(widths)
     targets = torch.full((len(rows), c), PAD)
     pinned = torch.zeros(len(rows), c, dtype=torch.bool)
@@ -251,26 +320,29 @@ def batch_inputs(
         targets[r, : len(t)] = torch.tensor(t)
         pinned[r, 0] = lay.pinned
         answer[r, : min(lay.answer_length(a), len(t))] = True
-    inside = torch.arange(c)[None] < torch.tensor(widths)[:, None]
-    k = (torch.arange(c)[None] - pinned[:, :1].long()).clamp(min=0).float()
+    targets, pinned, answer = targets.to(dev), pinned.to(dev), answer.to(dev)
+    inside = torch.arange(c, device=dev)[None] < torch.tensor(widths, device=dev)[:, None]
+    k = (torch.arange(c, device=dev)[None] - pinned[:, :1].long()).clamp(min=0).float()
     weights = torch.exp(-k / cfg.gamma)
     weights = torch.where(targets == PAD, cfg.pad_weight * weights, weights) * inside * ~pinned
-    noise = torch.randint(0, vocab, targets.shape, generator=gen)
+    noise = torch.randint(0, vocab, targets.shape, generator=gen, device=dev)
     if cfg.partial_share > 0:  # a seeded canvas (a copy, a name, a draft) as the decoder refines it
         noise = partly_noised(targets, noise, cfg.partial_share, gen)
     canvas = torch.where(pinned, targets, noise)
-    positions = torch.tensor(lengths)[:, None] + torch.arange(c)[None]
-    soft = soft_targets(layouts, rows, [encodings[lay.anchor][1] for lay in layouts], c) if cfg.kl_weight else None
+    positions = torch.tensor(lengths, device=dev)[:, None] + torch.arange(c, device=dev)[None]
+    soft = None
+    if cfg.kl_weight:
+        soft = tuple(t.to(dev) for t in soft_targets(layouts, rows, [encodings[lay.anchor][1] for lay in layouts], c))
     return cache, canvas, targets, pinned, weights, answer & inside, positions, soft
 
 
 def partly_noised(targets: torch.Tensor, noise: torch.Tensor, share: float, gen: torch.Generator) -> torch.Tensor:
     """`noise` where `share` of the rows keep each target token with probability 1 - t (t ~ U(0, 1) a row): the
     canvases the decoder meets seeded, which it learns to keep where they are the answer."""
-    rows = targets.shape[0]
-    t = torch.rand(rows, 1, generator=gen)
-    seeded = torch.rand(rows, 1, generator=gen) < share
-    kept = seeded & (torch.rand(targets.shape, generator=gen) >= t)
+    rows, dev = targets.shape[0], targets.device
+    t = torch.rand(rows, 1, generator=gen, device=dev)
+    seeded = torch.rand(rows, 1, generator=gen, device=dev) < share
+    kept = seeded & (torch.rand(targets.shape, generator=gen, device=dev) >= t)
     return torch.where(kept, targets, noise)
 
 
@@ -295,7 +367,7 @@ def second_canvas(logits: torch.Tensor, canvas: torch.Tensor, pinned, gen: torch
     probs = torch.softmax(logits.float(), dim=-1)
     sample = torch.multinomial(probs.view(-1, probs.shape[-1]), 1, generator=gen).view(canvas.shape)
     keep = entropy_keep(categorical_entropy(logits.float()), bound)
-    noise = torch.randint(0, logits.shape[-1], canvas.shape, generator=gen)
+    noise = torch.randint(0, logits.shape[-1], canvas.shape, generator=gen, device=canvas.device)
     return torch.where(pinned, canvas, torch.where(keep, sample, noise))
 
 
@@ -330,7 +402,7 @@ def accepted_counts(logits: torch.Tensor, inputs) -> tuple[list[int], list[bool]
     """Per canvas: the draft tokens the encoder accepts (its argmax after the pin, matched against the answer
     up to the first miss, the stop included) and whether the whole answer was accepted."""
     _, _, targets, pinned, _, answer, _, _ = inputs
-    draft = logits.argmax(-1)
+    draft, targets, pinned, answer = logits.argmax(-1).cpu(), targets.cpu(), pinned.cpu(), answer.cpu()
     counts, whole = [], []
     for r in range(targets.shape[0]):
         start = int(pinned[r, 0])
@@ -348,7 +420,7 @@ def report(net, anchors: list[Anchor], encodings: list, end: int, cfg: DecoderTr
     draft and for later ones (after committed tokens); whole answers accepted; and the decoder alone after the
     prompt (`alone_whole_2`: it writes the encoder's whole answer in 2 passes). Every canvas is noised whole
     (a partly noised one holds answer tokens: what the rounds draft from is noise)."""
-    rng, gen = random.Random(1), torch.Generator().manual_seed(1)
+    rng, gen = random.Random(1), torch.Generator(net.device).manual_seed(1)
     cfg = replace(cfg, partial_share=0.0, kl_weight=0.0)  # (its losses are not read: no distillation term)
     layouts_of = {
         "first": [Layout(i, 0) for i in range(len(anchors))],
@@ -375,7 +447,7 @@ def report(net, anchors: list[Anchor], encodings: list, end: int, cfg: DecoderTr
 def _save(out: Path, net, opt, state: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     params = dict(decoder_only_parameters(net))
-    save_file({n: p.detach().contiguous() for n, p in params.items()}, str(out / "adapters.safetensors"))
+    save_file({n: p.detach().cpu().contiguous() for n, p in params.items()}, str(out / "adapters.safetensors"))
     save_moments(out / "optimizer.safetensors", opt, params)
     write_state(out, state)
 
@@ -403,7 +475,7 @@ def export(net: DiffusionGemma, init: Path, dest: Path, extra: dict) -> Path:
     tensors = load_file(str(init / "model.safetensors"))
     dtype = tensors[DECODER_PREFIX + "embed_tokens.weight"].dtype
     for n, p in decoder_only_parameters(net):
-        tensors[DECODER_PREFIX + n] = p.detach().to(dtype).contiguous()
+        tensors[DECODER_PREFIX + n] = p.detach().to("cpu", dtype).contiguous()
     save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
     config = json.loads((init / "config.json").read_text())
     config.setdefault("text_config", config)[ADAPTER_KEY] = net.config.decoder_adapter_rank
@@ -415,6 +487,18 @@ def export(net: DiffusionGemma, init: Path, dest: Path, extra: dict) -> Path:
     (dest / "generation_config.json").write_text(json.dumps(card, indent=1) + "\n")
     (dest / "decoder_training.json").write_text(json.dumps(extra, indent=1) + "\n")
     return dest
+
+
+def kv_home(net: DiffusionGemma, anchors: list[Anchor]) -> torch.device:
+    """Where the anchors' keys/values are kept: beside the network, unless it is a GPU's and they would take more
+    than half its free memory (then in the CPU's, each batch's rows moved over)."""
+    if net.device.type != "cuda":
+        return net.device
+    kv, _ = encoded(net, anchors[0])
+    per_token = sum(k.nbytes + v.nbytes for k, v in kv) / kv[0][0].shape[2]
+    need = per_token * sum(len(a.prompt) + len(a.label) for a in anchors)
+    free, _ = torch.cuda.mem_get_info(net.device)
+    return net.device if need < free / 2 else torch.device("cpu")
 
 
 def batches(anchors: list[Anchor], rng: random.Random, cfg: DecoderTrainConfig) -> Iterator[list[Layout]]:
@@ -432,7 +516,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
     out, init = Path(cfg.out), Path(cfg.init)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
-    net = load_model(init, dtype=torch.float32)
+    net = load_model(init, dtype=torch.float32)  # on the CPU while it labels
     if net.config.decoder_adapter_rank:
         raise ValueError(f"{init} has decoder adapters already: start from the plain model")
     tokenizer = CodeTokenizer.from_file(init / "tokenizer.json")
@@ -440,13 +524,23 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
     end = vocabulary.format.end_id
     bound = 0.1
     corpus = Path(cfg.corpus)
-    train_set = write_labels(net, vocabulary, corpus / "train.jsonl", out / "labels-train.jsonl", cfg.anchors, cfg,
-                             cfg.seed, log)  # fmt: skip
-    held = write_labels(net, vocabulary, corpus / "heldout.jsonl", out / "labels-heldout.jsonl",
-                        cfg.heldout_anchors, cfg, cfg.seed + 1, log)  # fmt: skip
-    log(f"labels: {len(train_set)} train, {len(held)} held out; encoding their caches")
-    encoded_train = [encoded(net, a) for a in train_set]  # (keys/values, the encoder's beliefs) of each anchor
-    encoded_held = [encoded(net, a) for a in held]
+    t_labels = time.perf_counter()
+    deadline = t_labels + cfg.label_minutes * 60 if cfg.label_minutes else None
+    with labeller(net, vocabulary, cfg) as label_all:
+        train_set = write_labels(label_all, corpus / "train.jsonl", out / "labels-train.jsonl", cfg.anchors, cfg,
+                                 cfg.seed, log, deadline)  # fmt: skip
+        held = write_labels(label_all, corpus / "heldout.jsonl", out / "labels-heldout.jsonl", cfg.heldout_anchors,
+                            cfg, cfg.seed + 1, log)  # fmt: skip
+    log(f"labels: {len(train_set)} train, {len(held)} held out ({time.perf_counter() - t_labels:.0f} s)")
+    dev = torch.device(cfg.device)
+    if dev.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+    net.to(dev)
+    home = kv_home(net, train_set + held)
+    t_enc = time.perf_counter()
+    encoded_train = encode_all(net, train_set, home)  # (keys/values, the encoder's beliefs) of each anchor
+    encoded_held = encode_all(net, held, home)
+    log(f"encoded their caches on {dev}, kept on {home} ({time.perf_counter() - t_enc:.0f} s)")
 
     attach_decoder_adapters(net, cfg.rank)
     for p in net.parameters():
@@ -460,7 +554,7 @@ def train(cfg: DecoderTrainConfig, log: Callable[[str], None] = print) -> dict:
         state["reports"].append({"step": 0, **report(net, held, encoded_held, end, cfg, bound)})
         log(f"held out before training: {state['reports'][-1]}")
     rng = random.Random(cfg.seed + state["step"])
-    gen = torch.Generator().manual_seed(cfg.seed + state["step"])
+    gen = torch.Generator(dev).manual_seed(cfg.seed + state["step"])
     stream = batches(train_set, rng, cfg)
     budget = cfg.minutes * 60
     t0, last_save, last_report = time.perf_counter() - state["seconds"], time.perf_counter(), time.perf_counter()

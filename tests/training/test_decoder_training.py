@@ -183,10 +183,96 @@ def test_each_train_decoder_flag_sets_its_config_field(monkeypatch):
     monkeypatch.setattr(decoder, "train", lambda cfg, log: seen.append(cfg))
     flags = {"--rank": "8", "--anchors": "9", "--heldout-anchors": "7", "--batch": "4", "--lr": "0.01",
              "--minutes": "3", "--alone-share": "0.4", "--first-share": "0.3", "--kl-weight": "0.5",
-             "--partial-share": "0.2", "--threads": "1", "--corpus": "c", "--init": "i", "--out": "o"}  # fmt: skip
+             "--partial-share": "0.2", "--threads": "1", "--corpus": "c", "--init": "i", "--out": "o",
+             "--device": "meta", "--workers": "3", "--label-minutes": "1.5"}  # fmt: skip
     cli.main(["train", "decoder", *[x for kv in flags.items() for x in kv]])
     (cfg,) = seen
     for flag, value in flags.items():
         got = getattr(cfg, flag[2:].replace("-", "_"))
         assert got == type(got)(value), flag
     assert cfg.gamma == DecoderTrainConfig().gamma  # a field no flag sets keeps its default
+
+
+def test_labelling_processes_write_the_anchors_this_process_writes(tmp_path):
+    """`--workers`: the cursors are drawn here and labelled by processes loading the init's model each; the
+    anchors are the same, in the same order, as labelling here gives; a deadline stops the labelling early."""
+    from diffill.training.decoder import labeller, write_labels
+
+    make_corpus(tmp_path / "corpus")
+    init = _folder(tmp_path)
+    net = load_model(init, dtype=torch.float32)
+    vocabulary = Vocabulary(CodeTokenizer.from_file(init / "tokenizer.json"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each labelling process runs (a greedy label must not hang on a reduction's order)
+    try:
+        got = {}
+        for workers in (0, 2):
+            cfg = DecoderTrainConfig(init=str(init), workers=workers)
+            with labeller(net, vocabulary, cfg) as label_all:
+                got[workers] = write_labels(label_all, tmp_path / "corpus" / "train.jsonl",
+                                            tmp_path / f"labels-{workers}.jsonl", 10, cfg, 0, lambda line: None)  # fmt: skip
+        with labeller(net, vocabulary, cfg) as label_all:
+            late = write_labels(label_all, tmp_path / "corpus" / "train.jsonl", tmp_path / "late.jsonl", 10, cfg,
+                                0, lambda line: None, deadline=0.0)  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    assert len(got[0]) == 10 and got[2] == got[0] and len({tuple(a.prompt) for a in got[0]}) > 1
+    assert (tmp_path / "labels-2.jsonl").read_text() == (tmp_path / "labels-0.jsonl").read_text()
+    assert late == [] and read_labels(tmp_path / "late.jsonl") == []
+
+
+def test_batched_encoding_keeps_what_each_anchor_encoded_alone_keeps(monkeypatch):
+    """`encode_all` pads anchors of about the same length into one causal pass: each keeps the keys/values and
+    beliefs it has alone (the pads after it unseen), whatever group it falls in."""
+    from diffill.training import decoder
+
+    torch.manual_seed(0)
+    net = random_net(tiny_config(sliding_window=4))
+    anchors = [Anchor([2, *range(10, 10 + n)], [30, 31, 32, END][:m], "line", 15)
+               for n, m in ((9, 3), (3, 2), (6, 1), (12, 4), (4, 2))]  # fmt: skip
+    alone = [decoder.encoded(net, a) for a in anchors]
+    sizes, encode = [], net.encode
+    monkeypatch.setattr(net, "encode", lambda ids, cache: sizes.append(ids.shape[0]) or encode(ids, cache))
+    monkeypatch.setattr(decoder, "ENCODE_TOKENS", 24)  # groups of two or three rows
+    both = decoder.encode_all(net, anchors)
+    assert max(sizes) > 1 and sum(sizes) == len(anchors)
+    for a, (kv, (ids, logp)), (kv1, (ids1, logp1)) in zip(anchors, both, alone, strict=True):
+        assert len(kv) == len(kv1) and ids.shape == (len(a.label), decoder.SOFT_TOP)
+        for (k, v), (k1, v1) in zip(kv, kv1, strict=True):
+            assert k.shape == k1.shape == (1, k.shape[1], len(a.prompt) + len(a.label) - 1, k.shape[3])
+            assert torch.allclose(k.float(), k1.float(), atol=2e-2) and torch.allclose(v.float(), v1.float(), atol=2e-2)
+        assert torch.equal(ids, ids1) and torch.allclose(logp, logp1, atol=1e-4)
+
+
+def test_the_gpu_decoder_training_script_runs_unattended_and_leaves_a_loadable_model(tmp_path):
+    """bench/train_decoder_gpu.sh (#38's run at a larger scale on a lent GPU) on CPU at a tiny scale, as on the
+    GPU machine: labelling processes, training, the reports, and the model folder back as a tar in parts."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    make_corpus(tmp_path / "corpus")
+    init = _folder(tmp_path)
+    script = Path(__file__).resolve().parents[2] / "bench" / "train_decoder_gpu.sh"
+    out = tmp_path / "out"
+    env = dict(os.environ, OUT=str(out), CORPUS=str(tmp_path / "corpus"), INIT=str(init), RUN=str(tmp_path / "run"))
+    env.update(DEVICE="cpu", WORKERS="2", ANCHORS="8", HELD="4", BATCH="2", RANK="4", SPLIT_MB="1")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(["bash", str(script), "0.02"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "held out at the end" in (out / "decoder.log").read_text()
+    state = json.loads((out / "state.json").read_text())
+    assert state["step"] > 0 and {"first_accepted_1", "alone_whole_2"} <= set(state["reports"][-1])
+    assert len(read_labels(tmp_path / "run" / "labels-train.jsonl")) == 8
+    parts = sorted(out.glob("model.tar.part-*"))
+    assert parts and all(p.stat().st_size <= 2**20 for p in parts)
+    (tmp_path / "whole.tar").write_bytes(b"".join(p.read_bytes() for p in parts))
+    with tarfile.open(tmp_path / "whole.tar") as tar:
+        tar.extractall(tmp_path / "back", filter="data")
+    back = load_model(tmp_path / "back" / "model", dtype=torch.float32)
+    plain = load_model(init, dtype=torch.float32)
+    ids = torch.tensor([[2, 5, 6, 7]])
+    assert back.config.decoder_adapter_rank == 4
+    assert torch.equal(back.head(back.encode(ids, back.new_cache())), plain.head(plain.encode(ids, plain.new_cache())))
