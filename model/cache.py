@@ -155,6 +155,10 @@ class TreeRows:
         self._tree = before & ((group[None, :] == -1) | (group[None, :] == group[:, None]))
         self.branches = branches  # each branch's length
         self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # each layer's keys/values this pass read (the cache's, then the row's): a canvas beside the pass reads
+        # the cache and the trunk from them (CacheHead)
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
 
     def judging(self, branch: int) -> list[int]:
         """The row's indices whose states judge branch `branch`'s tokens, then what follows its last: the fork's
@@ -191,6 +195,8 @@ class TreeRows:
             seen = torch.cat([past, seen], dim=1)
             k = torch.cat([self.cache.keys[layer][:, :, :start], k], dim=2)
             v = torch.cat([self.cache.values[layer][:, :, :start], v], dim=2)
+        self.keys.append(k)
+        self.values.append(v)
         return k, v, seen
 
     def commit(self) -> None:

@@ -16,7 +16,7 @@ from torch import nn
 from diffill.kernels import _triton
 from diffill.kernels import sampler as kernel_sampler
 
-from .cache import CacheHead, KVCache
+from .cache import CacheHead, KVCache, TreeRows
 from .config import DiffusionGemmaConfig
 from .modules import Layer, RMSNorm, SelfConditioning, rope_cos_sin, rope_inv_freq
 from .static_cache import StaticKVCache
@@ -85,22 +85,25 @@ class DiffusionGemma(nn.Module):
         return self.norm(x)
 
     def encode_beside(
-        self, ids: torch.Tensor, canvas: torch.Tensor, cache: KVCache
+        self, ids: torch.Tensor, canvas: torch.Tensor, cache: KVCache, positions: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One pass of two row groups: the causal pass over `ids` [1, T] that `encode` makes (appending to
         `cache`, bit for bit), and beside it the decoder's first pass over `canvas` [1, C], whose position 0 is
         ids' last token (pinned there by the caller): it sees the cache up to that token, ids before it
         included, as a decoder pass after `encode(ids[:, :-1])` would. Layer by layer the canvas reads the keys
         the causal rows have just written and nothing the causal rows compute reads the canvas, so the two are
-        one pass deep. Returns both groups' normed hidden states."""
+        one pass deep. `cache` may be a TreeRows view with its `positions`: the canvas then follows the trunk's
+        last token (`trunk` ids first, the branches after). Returns both groups' normed hidden states."""
         self.passes += 1
-        start, t = cache.length, ids.shape[1]
-        ids_positions = torch.arange(start, start + t, device=ids.device)[None]
+        tree = isinstance(cache, TreeRows)
+        start, t = (cache.cache.length, cache.trunk) if tree else (cache.length, ids.shape[1])
+        if positions is None:
+            positions = torch.arange(start, start + t, device=ids.device)[None]
         canvas_positions = torch.arange(start + t - 1, start + t - 1 + canvas.shape[1], device=ids.device)[None]
         seen = CacheHead(cache, start + t - 1)
         x, y = self.embed(ids), self.self_conditioning(self.embed(canvas), None)
-        rope_x, rope_y = self._rope(ids_positions, x.dtype), self._rope(canvas_positions, y.dtype)
-        cache.begin(ids_positions, True)
+        rope_x, rope_y = self._rope(positions, x.dtype), self._rope(canvas_positions, y.dtype)
+        cache.begin(positions, True)
         for i, layer in enumerate(self.layers):
             kind = self.config.layer_types[i]
             x = layer(x, rope_x[kind], cache, True, self.encoder_layer_scalars[i : i + 1])

@@ -110,7 +110,7 @@ class Speculator:
         shown), the rounds stop (`enough` True). `spelled(tokens)`: where `allowed` holds and the code around
         drafts nothing it allows, the round's draft (the text healing asks for, as the tokenizer writes it).
         `riders`: continuations to score in the first pass beside its draft (model.cache.TreeRows; their rows in
-        `rider_rows`), where no decoder canvas rides in it."""
+        `rider_rows`), the decoder's canvas beside them."""
         net, device = self.net, self.net.device
         prompt = torch.as_tensor(list(prompt_ids), dtype=torch.long, device=device).reshape(1, -1)
         n = prompt.shape[1]
@@ -140,9 +140,10 @@ class Speculator:
                 break
             fed = torch.tensor([[*pending, *draft]], device=device)
             base, began = cache.length, time.perf_counter()
-            if first and riders and not self.decoder:
-                hidden, result.rider_rows = self._verify_with_riders(fed, len(pending), cache, riders)
-                canvas = []
+            if first and riders:
+                hidden, result.rider_rows, canvas = self._verify_with_riders(
+                    fed, len(pending), cache, riders, generator, room - len(draft)
+                )
             else:
                 hidden, canvas = self._verify_and_draft(fed, cache, generator, room - len(draft))
             logp = torch.log_softmax(net.head(hidden[0, len(pending) - 1 :]).float(), dim=-1)
@@ -199,16 +200,38 @@ class Speculator:
         return result
 
     def _verify_with_riders(
-        self, fed: torch.Tensor, fork: int, cache: KVCache, riders: list[list[int]]
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """The encoder's hidden states over `fed` (appended to `cache`, its first `fork` tokens the prompt's) and,
-        in the same pass, each rider's log-probability rows after the prompt (TreeRows.logps)."""
+        self,
+        fed: torch.Tensor,
+        fork: int,
+        cache: KVCache,
+        riders: list[list[int]],
+        generator: torch.Generator,
+        room: int,
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
+        """The encoder's hidden states over `fed` (appended to `cache`, its first `fork` tokens the prompt's), in
+        the same pass each rider's log-probability rows after the prompt (TreeRows.logps), and the decoder's
+        canvas after fed's last token as `_verify_and_draft` writes it (the riders unseen)."""
         net = self.net
         tree = TreeRows(cache, fed.shape[1], [len(r) for r in riders], fed.device, fork=fork)
         row = torch.cat([fed, torch.tensor([[t for r in riders for t in r]], device=fed.device)], dim=1)
-        hidden = net.encode(row, tree, tree.positions)
+        noise = self._noise(fed, generator, room)
+        if noise is None:
+            hidden, guesses = net.encode(row, tree, tree.positions), []
+        else:
+            hidden, beside = net.encode_beside(row, noise, tree, tree.positions)
+            guesses = net.head(beside[0, 1:]).argmax(-1).tolist()
         tree.commit()
-        return hidden[:, : fed.shape[1]], tree.logps(net, hidden[0])
+        return hidden[:, : fed.shape[1]], tree.logps(net, hidden[0]), guesses
+
+    def _noise(self, fed: torch.Tensor, generator: torch.Generator, room: int) -> torch.Tensor | None:
+        """A canvas of noise pinned at fed's last token, for up to `room` guesses after it; None without the
+        decoder, or with room for less than the token the encoder commits and one more."""
+        size = min(self.canvas, room + 1)
+        if not self.decoder or size < 3:
+            return None
+        noise = torch.randint(0, self.net.config.vocab_size, (1, size), generator=generator, device=fed.device)
+        noise[0, 0] = fed[0, -1]
+        return noise
 
     def _verify_and_draft(
         self, fed: torch.Tensor, cache: KVCache, generator: torch.Generator, room: int
@@ -216,12 +239,9 @@ class Speculator:
         """The encoder's hidden states over `fed` (appended to `cache`) and, in the same pass, the decoder's
         argmax guesses of up to `room` tokens after fed's last token (pinned at the canvas's position 0, over
         noise: the layout `diffill train decoder` trains). A constraint (`allowed`) is left to the verify pass;
-        without the decoder, or room for less than the token the encoder commits and one more, no canvas."""
-        net = self.net
-        size = min(self.canvas, room + 1)
-        if not self.decoder or size < 3:
-            return net.encode(fed, cache), []
-        noise = torch.randint(0, net.config.vocab_size, (1, size), generator=generator, device=fed.device)
-        noise[0, 0] = fed[0, -1]
-        hidden, beside = net.encode_beside(fed, noise, cache)
-        return hidden, net.head(beside[0, 1:]).argmax(-1).tolist()
+        without a canvas (`_noise`), the encoder's pass alone."""
+        noise = self._noise(fed, generator, room)
+        if noise is None:
+            return self.net.encode(fed, cache), []
+        hidden, beside = self.net.encode_beside(fed, noise, cache)
+        return hidden, self.net.head(beside[0, 1:]).argmax(-1).tolist()

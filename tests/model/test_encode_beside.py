@@ -54,3 +54,34 @@ def test_the_two_groups_are_the_encoder_pass_and_the_decoder_pass_after_it(adapt
     assert all(torch.equal(k[:, :, : joint.length], w) for k, w in zip(joint.keys, want_keys, strict=True))
     assert torch.allclose(y, want_y, atol=1e-5)
     assert not torch.allclose(y[:, 1:], want_x[:, -1:].expand_as(y[:, 1:]), atol=1e-3)  # a real canvas pass
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_beside_a_tree_pass_the_canvas_follows_the_trunk_and_the_branches_are_scored_as_without_it(static):
+    """A canvas beside a TreeRows pass (a draft's riders scored in it): the rows are the tree pass's, the cache
+    keeps the trunk's alone, and the canvas is the decoder pass after the trunk, the branches unseen."""
+    from diffill.model.cache import TreeRows
+
+    net = _net(True)
+    branches = [[50, 51, 52], [60]]
+    row = torch.tensor([[*IDS[0].tolist(), *[t for b in branches for t in b]]])
+    canvas = torch.tensor([[int(IDS[0, -1]), *TAIL]])
+    with torch.inference_mode():
+        alone = _cache(net, static)
+        net.encode(PREFIX, alone)
+        tree = TreeRows(alone, IDS.shape[1], [len(b) for b in branches], "cpu", fork=2)
+        want_x = net.encode(row, tree, tree.positions)
+        tree.commit()
+        want_keys = [k[:, :, : alone.length].clone() for k in alone.keys]
+        alone.truncate(PREFIX.shape[1] + IDS.shape[1] - 1)
+        want_y = net.decode_hidden(canvas, alone)
+
+        joint = _cache(net, static)
+        net.encode(PREFIX, joint)
+        tree = TreeRows(joint, IDS.shape[1], [len(b) for b in branches], "cpu", fork=2)
+        x, y = net.encode_beside(row, canvas, tree, tree.positions)
+        tree.commit()
+    assert torch.equal(x, want_x)
+    assert joint.length == PREFIX.shape[1] + IDS.shape[1]
+    assert all(torch.equal(k[:, :, : joint.length], w) for k, w in zip(joint.keys, want_keys, strict=True))
+    assert torch.allclose(y, want_y, atol=1e-5)

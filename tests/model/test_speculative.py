@@ -207,6 +207,27 @@ def test_riders_are_scored_in_the_first_pass_and_change_nothing_else(model):
         assert torch.allclose(a, b, atol=1e-5)
 
 
+def test_riders_ride_beside_the_decoders_canvas_too(model):
+    """With the decoder on, the riders still ride in the first pass, and the decoder's canvas beside it is the
+    one written without them: the same drafts, passes and answer."""
+    prompt = PROMPTS[0]
+    riders = [[50, 51, 52], [60]]
+    spec = Speculator(model.net, canvas=8)
+    plain = spec.greedy(prompt, 15, set(), cache=model.net.new_cache())
+    rode = spec.greedy(prompt, 15, set(), cache=model.net.new_cache(), riders=riders)
+    assert rode.tokens == plain.tokens and rode.passes == plain.passes and rode.accepted == plain.accepted
+    assert len(rode.rider_rows) == 2 and plain.rider_rows == []
+    rows = {}
+    model.continuation_logprobs(prompt, riders, model.net.new_cache(), end_ids={1}, logps_out=rows)
+    for rider, got in zip(riders, rode.rider_rows, strict=True):
+        assert torch.allclose(got, rows[tuple(rider)], atol=1e-4)
+    fed = torch.tensor([prompt])  # the first pass alone: the same canvas, guess for guess
+    _, guesses = spec._verify_and_draft(fed, model.net.new_cache(), torch.Generator().manual_seed(5), 14)
+    _, _, beside = spec._verify_with_riders(fed, fed.shape[1], model.net.new_cache(), riders,
+                                            torch.Generator().manual_seed(5), 14)  # fmt: skip
+    assert beside == guesses and len(guesses) == 7
+
+
 def _evidence(model, prompt, stream):
     """A mixer whose code around holds the prompt's tail followed by `stream`."""
     index = TokenIndex([[*prompt[-3:], *stream]], model.config.vocab_size)
