@@ -21,7 +21,6 @@ class CanvasResult:
     tokens: torch.Tensor  # [B, C] argmax canvas of the last step
     steps: int
     confidence: torch.Tensor | None = None  # [B, C] the untempered probability of each argmax token
-    logits: torch.Tensor | None = None  # [B, C, V] the last step's, constrained (refine_canvas, graphs: None)
 
 
 def categorical_entropy(logits: torch.Tensor) -> torch.Tensor:

@@ -173,24 +173,20 @@ def _interpolate_at(
     return p.clamp_min(1e-30).log()
 
 
-def mixed_read(
-    mix: NgramMixer, logits: torch.Tensor, tokens: torch.Tensor, pinned: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A denoised canvas read left to right with the code around's evidence mixed into each position's last
-    logits [C, V], the context being the canvas read so far: (tokens [C], their mixed probabilities). The decoder
-    writes its positions in parallel, each blind to what the others chose, so a name it half spells is spelled
-    on as the code around spells it. `pinned` [C] bool: positions held (their `tokens` kept); an id the logits
-    rule out (token healing's first token) stays out."""
+def mixed_rows(mix: NgramMixer, logits: torch.Tensor, pinned: torch.Tensor | None = None) -> torch.Tensor:
+    """A canvas's logits [C, V] read left to right with the code around's evidence mixed into each position's,
+    the context being the canvas read so far (each position's argmax once mixed): log-probabilities [C, V]. The
+    decoder writes its positions in parallel, each blind to what the others chose, so a name it half spells is
+    spelled on as the code around spells it. `pinned` [C] bool: rows left unmixed (held positions); an id the
+    logits rule out (at the dtype's minimum: token healing's first token) stays out."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     floor = torch.finfo(logits.dtype).min
     out: list[int] = []
-    probs: list[float] = []
+    rows: list[torch.Tensor] = []
     for k in range(logp.shape[0]):
-        if pinned is not None and bool(pinned[k]):
-            row, chosen = logp[k], int(tokens[k])
-        else:
-            row = mix.mix(out, logp[k]).masked_fill(logits[k] <= floor, float("-inf"))
-            chosen = int(torch.argmax(row))
-        out.append(chosen)
-        probs.append(float(row[chosen].exp()))
-    return torch.tensor(out, device=tokens.device), torch.tensor(probs, device=tokens.device)
+        row = logp[k]
+        if pinned is None or not bool(pinned[k]):
+            row = mix.mix(out, row).masked_fill(logits[k] <= floor, floor)
+        out.append(int(torch.argmax(row)))
+        rows.append(row)
+    return torch.stack(rows)

@@ -35,7 +35,7 @@ from .draws import (
     stable_since,
     temperature,
 )
-from .ngram import NgramMixer, mixed_read
+from .ngram import NgramMixer, mixed_rows
 
 
 @dataclass
@@ -92,9 +92,13 @@ def denoise_canvas(
     cancel: Callable[[], bool] | None = None,
     on_draft: Callable[[torch.Tensor, int], None] | None = None,
     first_allowed: torch.Tensor | None = None,
+    mix: NgramMixer | None = None,
 ) -> CanvasResult:
     """Denoises one canvas of `canvas_length` tokens at `positions` [1, C] against the encoded `cache`.
-    `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`)."""
+    `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`). `mix` (the code
+    around's n-gram evidence) is read into every step's logits (model.ngram.mixed_rows) before the sampler
+    draws and keeps: what the evidence settles early is kept and conditions the positions still noised (the
+    steps after see it, self-conditioning too), and the last step's read is the canvas (graphs: not read)."""
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
@@ -121,6 +125,8 @@ def denoise_canvas(
     for n in range(total, 0, -1):
         check(cancel)
         logits = constrain(model.decode(x, cache, prev_logits, positions), pin_mask, pin_ids, first_allowed)
+        if mix is not None:
+            logits = mixed_rows(mix, logits[0], pin_mask[0] if pin_mask is not None else None)[None]
         steps += 1
         last_logits = logits
         temp = temperature(cfg, n, total)
@@ -156,9 +162,11 @@ def denoise_canvas(
                 break
     confidence = None
     if steps:
-        probs = torch.softmax(last_logits, dim=-1, dtype=torch.float32)
-        confidence = probs.gather(-1, argmax.unsqueeze(-1)).squeeze(-1)
-    return CanvasResult(tokens=argmax, steps=steps, confidence=confidence, logits=last_logits if steps else None)
+        # a row the evidence read is log-probabilities already: the evidence's mass on an id the logits rule out
+        # (token healing) is not given back to the others, so doubt about the constraint shows as doubt
+        logp = last_logits if mix is not None else torch.log_softmax(last_logits, dim=-1, dtype=torch.float32)
+        confidence = logp.gather(-1, argmax.unsqueeze(-1)).squeeze(-1).exp()
+    return CanvasResult(tokens=argmax, steps=steps, confidence=confidence)
 
 
 def refine_canvas(
@@ -227,7 +235,7 @@ def generate(
     `first_allowed` lists the only ids the first new token may take (token healing: the prompt's last, partial
     token was taken back, and the answer must start with its text).
     `pinned` maps canvas offsets of the first canvas to token ids held fixed. `mix` (the code around's n-gram
-    evidence) reads the first canvas when it was denoised from noise (model.ngram.mixed_read); a seeded one holds
+    evidence) is read into the first canvas's steps when it is denoised from noise (denoise_canvas); a seeded one holds
     what a copy, a known name or the encoder wrote, which the evidence would only argue with. After a canvas
     that contains an EOS id, tokens after the first EOS become pad and generation stops (the reference's
     EOS-then-pad rule).
@@ -279,12 +287,10 @@ def generate(
                 on_draft=on_draft,
                 init_canvas=torch.tensor([init[:c]], device=device) if init is not None and b == 0 else None,
                 first_allowed=allowed if b == 0 else None,
+                mix=mix if b == 0 and init is None else None,
             )
         steps += result.steps
         block = result.tokens
-        if mix is not None and b == 0 and init is None and result.logits is not None:
-            read, probs = mixed_read(mix, result.logits[0], block[0], pin_mask[0] if pin_mask is not None else None)
-            block, result.confidence = read[None], probs[None]
         finished = False
         if eos is not None:
             is_eos = torch.isin(block, eos)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tiny import random_model, tiny_config
 
-from diffill.model.ngram import MAX_ORDER, MIN_ORDER, NgramMixer, TokenIndex, mixed_read
+from diffill.model.ngram import MAX_ORDER, MIN_ORDER, NgramMixer, TokenIndex, mixed_rows
 
 V = 50
 
@@ -135,31 +135,67 @@ def _logits(rows: dict[int, int], length: int, favoured: int = 5) -> torch.Tenso
 def test_a_canvas_read_with_the_evidence_spells_on_as_the_code_around_does():
     mixer = NgramMixer([TokenIndex([[11, 12, 20, 21, 22, 30] * 3], V)], tail=[11, 12], weight=0.9, per_order=0.0)
     logits = _logits({0: 20}, 3)
-    tokens, probs = mixed_read(mixer, logits, logits.argmax(-1))
+    rows = mixed_rows(mixer, logits)
+    tokens = rows.argmax(-1)
     assert tokens.tolist() == [20, 21, 22]  # each position read after the ones before it: 12 20 -> 21, 20 21 -> 22
     assert logits.argmax(-1).tolist() == [20, 5, 5]  # what the decoder alone wrote
-    expected = [float(mixer.mix(tokens[:k].tolist(), torch.log_softmax(logits[k], -1))[t].exp()) for k, t in
-                enumerate(tokens.tolist())]  # fmt: skip
-    assert probs.tolist() == pytest.approx(expected, rel=1e-5)
-    assert all(p > 0.85 for p in probs.tolist())
+    for k in range(3):  # each row is the model's mixed with the evidence after the tokens read before it
+        want = mixer.mix(tokens[:k].tolist(), torch.log_softmax(logits[k], -1))
+        assert torch.allclose(rows[k], want, atol=1e-5)
+    assert all(p > 0.85 for p in rows.exp().gather(1, tokens[:, None]).squeeze(1).tolist())
 
 
-def test_a_read_keeps_pinned_positions_and_ids_the_logits_rule_out():
+def test_a_read_leaves_pinned_rows_and_keeps_out_ids_the_logits_rule_out():
     mixer = NgramMixer([TokenIndex([[11, 12, 20, 21, 22] * 3], V)], tail=[11, 12], weight=0.9, per_order=0.0)
-    logits = _logits({}, 3)
-    logits[0, 20] = torch.finfo(logits.dtype).min  # token healing rules 20 out of the first position
+    logits = _logits({1: 7}, 3)
+    floor = torch.finfo(logits.dtype).min
+    logits[0, 20] = floor  # token healing rules 20 out of the first position
     pinned = torch.tensor([False, True, False])
-    tokens, probs = mixed_read(mixer, logits, torch.tensor([5, 7, 5]), pinned)
-    assert tokens[0] != 20 and tokens[1] == 7
-    assert float(probs[1]) == pytest.approx(float(torch.softmax(logits[1], -1)[7]), rel=1e-5)
+    rows = mixed_rows(mixer, logits, pinned)
+    assert int(rows[0].argmax()) != 20 and float(rows[0, 20]) == floor
+    assert torch.equal(rows[1], torch.log_softmax(logits[1], -1))  # held: as the decoder's pass left it
+    assert int(rows[1].argmax()) == 7
 
 
 def test_without_a_match_a_read_is_the_decoders_own():
     mixer = NgramMixer([TokenIndex([[1, 2, 3]], V)], tail=[4, 6], weight=0.9, per_order=0.0)
     logits = torch.randn(4, V, generator=torch.Generator().manual_seed(2))
-    tokens, probs = mixed_read(mixer, logits, logits.argmax(-1))
-    assert torch.equal(tokens, logits.argmax(-1))
-    assert torch.allclose(probs, torch.softmax(logits, -1).max(-1).values, rtol=1e-5)
+    assert torch.allclose(mixed_rows(mixer, logits), torch.log_softmax(logits, -1), atol=1e-6)
+
+
+def test_every_denoising_step_is_read_with_the_evidence():
+    """The step after the first is conditioned on the first step's logits as the evidence read them (its
+    self-conditioning input), not on the decoder's alone."""
+    from diffill.model.sampler import SamplerConfig, denoise_canvas
+
+    model = random_model(tiny_config(vocab_size=V), seed=0, eos=[1])
+    prompt = torch.tensor([[2, 10, 11, 12]])
+    mixer = NgramMixer([TokenIndex([[11, 12, 20, 21, 22] * 5], V)], tail=[2, 10, 11, 12], weight=0.95, per_order=0.0)
+    seen: list = []
+    decode = model.net.decode
+
+    def recording(x, cache, prev, positions):
+        out = decode(x, cache, prev, positions)
+        seen.append((prev, out.clone()))
+        return out
+
+    cfg = SamplerConfig(max_denoising_steps=2, eos_token_ids=[1])
+    for mix in (None, mixer):
+        cache = model.net.new_cache()
+        model.net.encode(prompt, cache)
+        seen.clear()
+        model.net.decode = recording
+        try:
+            got = denoise_canvas(model.net, cache, torch.arange(4, 7)[None], cfg, torch.Generator().manual_seed(0),
+                                 3, mix=mix)  # fmt: skip
+        finally:
+            model.net.decode = decode
+        (_, first), (prev, last) = seen
+        read = first[0] if mix is None else mixed_rows(mix, first[0])
+        assert torch.equal(prev[0].argmax(-1), read.argmax(-1))
+        final = last[0] if mix is None else mixed_rows(mix, last[0])
+        assert got.tokens[0].tolist() == final.argmax(-1).tolist()
+    assert got.tokens[0].tolist() == [20, 21, 22] and read.argmax(-1).tolist() != first[0].argmax(-1).tolist()
 
 
 def test_a_canvas_from_noise_is_read_with_the_evidence_and_a_seeded_one_is_not():
