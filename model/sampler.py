@@ -98,7 +98,7 @@ def denoise_canvas(
     `first_allowed` [V] bool restricts the canvas's first token (token healing, see `generate`). `mix` (the code
     around's n-gram evidence) is read into every step's logits (model.ngram.mixed_rows) before the sampler
     draws and keeps: what the evidence settles early is kept and conditions the positions still noised (the
-    steps after see it, self-conditioning too), and the last step's read is the canvas (graphs: not read)."""
+    steps after see it, self-conditioning too), and the last step's read is the canvas (eagerly, graphs or not)."""
     vocab = model.config.vocab_size
     device = model.device
     batch = 1
@@ -109,7 +109,8 @@ def denoise_canvas(
     )
     if pin_mask is not None:
         x = torch.where(pin_mask, pin_ids, x)
-    if cfg.fast and graph_denoise.serves(model, cache, x):
+    # The evidence is read on the host between a step's logits and its draws, which a replayed step cannot do.
+    if cfg.fast and mix is None and graph_denoise.serves(model, cache, x):
         try:
             return graph_denoise.denoise(model, cache, positions, cfg, generator, x, pin_mask, pin_ids, cancel,
                                       on_draft, first_allowed)  # fmt: skip

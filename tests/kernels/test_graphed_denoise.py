@@ -124,6 +124,31 @@ def test_warming_captures_the_steps_completions_take(monkeypatch):
         model.net.graphs = None
 
 
+def test_a_canvas_read_with_the_evidence_writes_on_the_graphs_cache_what_it_writes_eagerly(monkeypatch):
+    """The evidence (model.ngram.mixed_rows) is read on the host between a step's logits and its draws, which a
+    replayed step cannot do: with a mixer, the graphs' working cache runs the eager loop, so diffusion alone
+    writes on a GPU what it writes on a CPU."""
+    from diffill.model.ngram import NgramMixer, TokenIndex
+
+    model = _model()
+    model.sampler = model.sampler.with_overrides(fast=True)
+    target = [20, 21, 22, 23]
+    mixer = NgramMixer([TokenIndex([[12, 13, *target] * 5], 200)], tail=PROMPT, weight=0.95, per_order=0.0)
+    calls = []
+    real = graph_denoise.denoise
+    monkeypatch.setattr(graph_denoise, "denoise", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = {}
+    for graphed, mix in ((False, None), (False, mixer), (True, None), (True, mixer)):
+        model.net.graphs = PassGraphs(model.net, 128, capture_graphs=False) if graphed else None
+        cache = model.net.graphs.cache if graphed else model.net.new_cache()
+        calls.clear()
+        out[graphed, mix is not None] = model.denoise(PROMPT, cache, canvas=4, steps=3, seed=0, mix=mix)
+        assert bool(calls) == (graphed and mix is None)  # without evidence the graphs replay, as before
+    model.net.graphs = None
+    assert out[False, True] == target != out[False, False]
+    assert out[True, True] == out[False, True] and out[True, False] == out[False, False]
+
+
 @pytest.mark.skipif(device() != "cuda", reason="a CUDA capture (the device check)")
 def test_captured_steps_commit_what_the_eager_loop_commits():
     model = _model(quantized=True)
