@@ -165,6 +165,13 @@ def _bench_names(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_heldout(args: argparse.Namespace) -> int:
+    from .heldout import run
+
+    run(args.out, model=args.model)
+    return 0
+
+
 def _bench_startup(args: argparse.Namespace) -> int:
     import json
 
@@ -349,6 +356,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     bc.add_argument("--steps", type=int, default=None, help="(default: the daemon's)")
     bc.add_argument("--model", default="")
     bc.set_defaults(func=_bench_context)
+    bh = bench.add_parser("heldout", help="fetch the held-out code the quality figures use; its training overlap")
+    bh.add_argument("--out", default="data/heldout", help="folder to fetch into (reused when there)")
+    bh.add_argument("--model", default="", help="whose training fingerprints (default: the embedded model's)")
+    bh.set_defaults(func=_bench_heldout)
     bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
     bs.add_argument("--requests", type=int, default=10_000)
     bs.add_argument("--seed", type=int, default=0)

@@ -14,6 +14,7 @@ from diffill.lsp.settings import engine_options
 from diffill.model import runtime
 
 from .evaluate import Case, _files, daemon_settings
+from .overlap import report_overlap
 
 
 def context_cases(root: str, n: int, seed: int) -> list[Case]:
@@ -90,6 +91,7 @@ def run_context(
         k = max(1, len(cases))
         summary[f"exact_{label}"] = round(exact / k, 4)
         summary[f"name_{label}"] = round(name_ok / k, 4)
+    summary["training_overlap"] = report_overlap({c.path: c.text for c in cases}.values(), model, out)
     out(
         f"context probe root={root} cases={len(cases)}: exact {summary['exact_alone']:.3f} model alone, "
         f"{summary['exact_names']:.3f} with known names, {summary['exact_context']:.3f} with names and context; "

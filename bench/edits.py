@@ -7,6 +7,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from diffill.infill import edits
 from diffill.infill.call_sites import MAX_LINES, calls_of, follow_signature, read_arguments
@@ -18,6 +19,7 @@ from diffill.lsp.settings import engine_options
 from diffill.model import runtime
 
 from .evaluate import _files, daemon_settings
+from .overlap import report_overlap
 
 
 def _in_function(before: str, after_lines: list[str]) -> list[str]:
@@ -125,6 +127,8 @@ def run_edits(
         "signature_proposed": sig["proposed"],
         "signature_accepted": sig["accepted"],
     }
+    paths = {path for path, *_ in cases} | set(sig["paths"])
+    summary["training_overlap"] = report_overlap((Path(p).read_text(encoding="utf-8") for p in paths), model, out)
     out(
         f"renames root={root} cases={len(cases)}: proposed {summary['proposed']:.3f}, accepted (exact) "
         f"{summary['accepted']:.3f} (rename-all baseline {summary['baseline_rename_all']:.3f}), latency p50 "
@@ -242,4 +246,5 @@ def run_signature_edits(root: str, n: int = 50, seed: int = 0) -> dict:
         start, end, new = found
         accepted += doc.text[:start] + new + doc.text[end:] == expected
     k = max(1, len(cases))
-    return {"cases": len(cases), "proposed": round(proposed / k, 4), "accepted": round(accepted / k, 4)}
+    paths = sorted({path for path, *_ in cases})
+    return {"cases": len(cases), "proposed": round(proposed / k, 4), "accepted": round(accepted / k, 4), "paths": paths}

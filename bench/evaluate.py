@@ -30,6 +30,8 @@ from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
 from diffill.training.cursors import cut
 
+from .overlap import report_overlap
+
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".lua")
 SKIP_PARTS = {".git", "node_modules", "__pycache__", ".venv", "site-packages"}
 
@@ -383,6 +385,7 @@ def run(
     }
     where = root if isinstance(root, str) else ",".join(root)
     out(f"root={where} cases={len(cases)} steps={options.drafts.steps} seed={seed} siblings={siblings}")
+    summary["training_overlap"] = report_overlap({c.path: c.text for c in cases}.values(), model, out)
     out(f"{'':<22}{'exact':>8}{'useful':>8}{'edit_sim':>10}{'valid':>8}{'wrong':>8}")
     names = ("block_body",) if blocks else ("rest_of_line", "multi_line")
     for name in (*names, "model", "baseline_empty", "baseline_prev_line"):
@@ -405,6 +408,7 @@ def run(
             "rest_of_line_exact": summary["rest_of_line"]["exact"],
             "rest_of_line_useful": summary["rest_of_line"]["useful"],
             "cases": len(cases),
+            "training_overlap": summary["training_overlap"],
         }
     )
     out(json.dumps(final))

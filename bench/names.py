@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .overlap import report_overlap
 from .wire import RawClient
 
 DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z][A-Za-z0-9_]{7,})\b", re.M)
@@ -111,6 +112,8 @@ def run(
     for how in IMPORTS:
         mine = [r for r in rows if r["how"] == how]
         summary[how] = sum(r["whole"] for r in mine)
+    texts = [Path(root, *case.module.split(".")).with_suffix(".py").read_text(encoding="utf-8") for case in cases]
+    summary["training_overlap"] = report_overlap(texts, (settings or {}).get("model", ""), out)
     out(
         f"names root={root} cases={len(cases)}: whole with `from mod import *` {summary['star']}/{len(cases)}, "
         f"`import mod` + `mod.` {summary['module']}/{len(cases)}, `from mod import` {summary['from']}/{len(cases)}"

@@ -32,6 +32,8 @@ from diffill.bench.evaluate import source_texts
 from diffill.bench.lsp import initialize_params, position, shown_settings, wait_read
 from diffill.infill.languages import language_for
 
+from .overlap import report_overlap
+
 MAX_FILE_CHARS = 300_000  # bigger files are left out of the cases (`diffill bench lsp --big` times those)
 MAX_LINE_CHARS = 160  # nor are lines longer than this typed (generated or minified code)
 MIN_LINE = 3  # the deleted lines start below this line, so the file has a head to read
@@ -346,6 +348,8 @@ async def _run(
                             "share_of_latency": round(status.cost.server_ms / max(1e-9, sum(ours)), 3)}  # fmt: skip
     shown = json.dumps(shown_settings(settings))
     out(f"typing roots={' '.join(roots)} cases={len(cases)} lines={lines} seed={seed} settings={shown}")
+    texts = {c.path: c.before + c.indent + c.typed + c.after for c in cases}.values()
+    result["training_overlap"] = report_overlap(texts, settings.get("model", ""), out)
     if "server" in result:
         srv = result["server"]
         out(f"server: {srv['requests']} requests, {srv['ms_per_request']} ms each, {srv['share_of_latency']:.0%} of "

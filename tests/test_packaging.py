@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"lsp": "diffill.lsp", "infill": "diffill.infill", "model": "diffill.model", "kernels": "diffill.kernels"}
 PACKAGES |= {"training": "diffill.training", "bench": "diffill.bench"}
 WEIGHTS = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "memory.safetensors")
+WEIGHTS += ("fingerprints.safetensors",)
 
 
 def test_a_plain_install_needs_no_test_or_gpu_tools():

@@ -53,6 +53,17 @@ def _train_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_fingerprints(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from diffill.training.fingerprints import FILE_NAME, build_fingerprints
+
+    out = Path(args.model) / FILE_NAME
+    files, prints = build_fingerprints(Path(args.corpus) / "train.jsonl", out)
+    print(f"{out}: {prints:,} fingerprints of {files:,} training files")
+    return 0
+
+
 def _train_run(args: argparse.Namespace) -> int:
     from diffill.training.train import TrainConfig, train
 
@@ -144,6 +155,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="characters of other languages (a corpus built with --languages)",
     )
     tm.set_defaults(func=_train_memory)
+    tf = tsub.add_parser("fingerprints", help="write a model folder's training fingerprints (the contamination check)")
+    tf.add_argument("--corpus", default="data/corpus-lang", help="the corpus the model and its memory came from")
+    tf.add_argument("--model", default="model/weights", help="the model folder")
+    tf.set_defaults(func=_train_fingerprints)
     tr = tsub.add_parser("run", help="train (resumes from <out>/checkpoint when present)")
     tr.add_argument("--corpus", default="data/corpus")
     tr.add_argument("--out", default="runs/embedded")

@@ -11,8 +11,13 @@ from diffill.model.api import DiffusionModel
 from diffill.model.corpus_memory import FILE_NAME as MEMORY_FILE
 from diffill.model.loader import save_model
 
+from .card import section
 from .config import INIT_TRAINING
+from .fingerprints import DATA_SECTION as FINGERPRINTS_SECTION
+from .fingerprints import FILE_NAME as FINGERPRINTS_FILE
 from .memory import DATA_SECTION as MEMORY_SECTION
+
+KEPT_SECTIONS = ((MEMORY_SECTION, MEMORY_FILE), (FINGERPRINTS_SECTION, FINGERPRINTS_FILE))
 
 
 def _training_line(state: dict) -> str:
@@ -53,11 +58,10 @@ def write_data_card(corpus_dir: Path, state: dict, dest: Path, earlier: dict | N
         "",
     ]
     card = dest / "DATA.md"
-    kept = ""  # the corpus memory's section (`diffill train memory`) stays while its file does
-    if card.exists() and (dest / MEMORY_FILE).exists():
-        old = card.read_text(encoding="utf-8")
-        kept = old[old.index(MEMORY_SECTION) :] if MEMORY_SECTION in old else ""
-    card.write_text("\n".join(lines) + ("\n" + kept if kept else ""), encoding="utf-8")
+    old = card.read_text(encoding="utf-8") if card.exists() else ""
+    # The sections of `diffill train memory` and `diffill train fingerprints` stay while their files do.
+    kept = [section(old, heading) for heading, name in KEPT_SECTIONS if (dest / name).exists()]
+    card.write_text("\n".join(lines) + "".join("\n" + s for s in kept if s), encoding="utf-8")
 
 
 def export(run_dir: Path, dest: Path, dtype: torch.dtype = torch.bfloat16, sampler: dict | None = None) -> None:

@@ -14,6 +14,7 @@ from safetensors.numpy import save_file
 
 from diffill.model.corpus_memory import SEPARATOR
 
+from .card import set_section
 from .corpus import iter_docs, package_of
 
 DATA_SECTION = "## Corpus memory"
@@ -69,19 +70,18 @@ def build_memory(
     tokens = save_memory(out, encode_batch(python + others))
     card = Path(out).parent / "DATA.md"
     if card.exists():
-        text = card.read_text(encoding="utf-8").split(DATA_SECTION)[0].rstrip()
         licences = _licences(Path(corpus).parent / "sources.json")
         rows = "".join(
             f"| {name} | {licences.get(name, '(listed above)')} | {n:,} |\n"
             for name, n in (per_python + per_other).most_common()
         )
         note = (
-            f"{DATA_SECTION}\n\n`{Path(out).name}`: {tokens:,} tokens of the training split, drawn at random by "
+            f"`{Path(out).name}`: {tokens:,} tokens of the training split, drawn at random by "
             f"`diffill train memory`: {sum(per_python.values()):,} characters of Python (at most 15 % from one "
             f"package) and {sum(per_other.values()):,} of other languages (at most 13 % from one source). The "
             f"held-out packages and folders are not in it.\n\n| package | licence | characters |\n|---|---|---|\n{rows}"
         )
-        card.write_text(f"{text}\n\n{note}", encoding="utf-8")
+        set_section(card, DATA_SECTION, note)
     return tokens
 
 

@@ -91,7 +91,8 @@ def test_signature_cases_and_their_acceptance(tmp_path):
     _, doc, at, typed, deleted, expected = cases[1]
     assert doc == SIGNATURES and typed == "" and deleted == len(", timeout")
     assert "first = fetch(url)\n" in expected and "fetch(url), first" in expected
-    assert run_signature_edits(str(tmp_path), 2, 0) == {"cases": 2, "proposed": 1.0, "accepted": 1.0}
+    paths = sorted(str(tmp_path / f"m{i}.py") for i in range(2))
+    assert run_signature_edits(str(tmp_path), 2, 0) == {"cases": 2, "proposed": 1.0, "accepted": 1.0, "paths": paths}
 
 
 def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, capsys):
@@ -112,7 +113,7 @@ def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, 
     dump = tmp_path / "cases.jsonl"
     assert main(["eval", "--root", roots[0], "--root", roots[1], "--n", "6", "--steps", "1", "--dump", str(dump)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["cases"] == 6
+    assert summary["cases"] == 6 and summary["training_overlap"] == 0.0  # code written for the test
     assert all(0.0 <= summary[k] <= 1.0 for k in ("exact", "useful", "edit_similarity", "valid"))
     # --dump: one line per case, whose scores average to the summary's
     rows = [json.loads(line) for line in dump.read_text().splitlines()]

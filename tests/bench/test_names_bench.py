@@ -42,3 +42,4 @@ def test_the_daemon_completes_workspace_names_whole(tmp_path):
     assert summary["star"] == sum(r["whole"] for r in summary["rows"] if r["how"] == "star")
     assert summary["star"] == summary["module"] == summary["from"] == 2, summary["rows"]
     assert any("whole with" in line for line in lines)
+    assert "training overlap: 0.0 %" in lines

@@ -138,7 +138,7 @@ def test_the_daemon_run_reports_every_suggester_and_dumps_what_it_showed(tmp_pat
     dump = tmp_path / "typing.jsonl"
     lines: list[str] = []
     result = run([str(root)], n=2, lines=2, out=lines.append, dump=str(dump))
-    assert set(result) == {"diffill", "ctrl-p", "line oracle"}
+    assert set(result) == {"diffill", "ctrl-p", "line oracle", "training_overlap"}
     ours = result["diffill"]
     assert ours["keystrokes_without"] == result["ctrl-p"]["keystrokes_without"] > 0
     assert ours["requests"] == ours["keystrokes"] > 0  # one request per keystroke
@@ -150,3 +150,4 @@ def test_the_daemon_run_reports_every_suggester_and_dumps_what_it_showed(tmp_pat
     assert sum(s["accepted"] for s in shown) == ours["accepted"]
     assert sum(not s["accepted"] for s in shown) == round(ours["wrong_per_100"] * ours["keystrokes"] / 100)
     assert any("| diffill |" in line for line in lines)
+    assert f"training overlap: {100 * result['training_overlap']:.1f} %" in lines  # the cases' files, looked up
