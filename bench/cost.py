@@ -22,7 +22,7 @@ import torch
 from diffill.model.config import DiffusionGemmaConfig
 from diffill.model.random_weights import random_quantized_model
 
-from .gpu_setup import write
+from .gpu.harness import write
 
 LAYER_KINDS = ("sliding_attention", "full_attention")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from diffill.bench import cost
-from diffill.bench.gpu_setup import TINY
+from diffill.bench.gpu.harness import TINY
 from diffill.model.config import DiffusionGemmaConfig
 
 SHAPE = {**TINY, "num_hidden_layers": 12}  # the real layout's rule: every sixth layer full -> 10 sliding, 2 full

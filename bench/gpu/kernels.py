@@ -21,8 +21,7 @@ from diffill.kernels.tiles import Tiles, table_json
 from diffill.model.quant import QuantExperts, QuantLinear, QuantSpec, tile_weights, untile_weights
 from diffill.model.random_weights import fill_quantized
 
-from .gpu_setup import target, write
-from .gpu_timing import copy_bandwidth, timed
+from .harness import copy_bandwidth, target, timed, write
 from .roofline import bytes_per_s
 
 TOKENS = (1, 16, 256)  # a single token (AR), a short line, a full canvas

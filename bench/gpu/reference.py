@@ -12,8 +12,8 @@ import torch
 
 from diffill.model.config import DiffusionGemmaConfig
 
-from .gpu_timing import timed
-from .model import hf_config
+from ..model import hf_config
+from .harness import timed
 
 
 def transformers_step_ms(

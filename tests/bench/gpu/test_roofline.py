@@ -4,7 +4,7 @@ the prompt (sliding layers only up to their window); and the roofline arithmetic
 
 import pytest
 
-from diffill.bench.roofline import bytes_per_s, expert_bytes, experts_touched, kv_bytes, roofline_ms, step_bytes
+from diffill.bench.gpu.roofline import bytes_per_s, expert_bytes, experts_touched, kv_bytes, roofline_ms, step_bytes
 from diffill.model import DiffusionGemmaConfig
 from diffill.model.footprint import weight_footprint
 from diffill.model.quant import QuantSpec

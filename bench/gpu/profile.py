@@ -16,9 +16,8 @@ import torch
 from diffill.model.quant import QuantSpec
 from diffill.model.random_weights import random_quantized_model
 
-from .gpu_ours import Denoiser, fork
-from .gpu_setup import inputs, target, write
-from .gpu_timing import sync
+from .harness import inputs, sync, target, write
+from .ours import Denoiser, fork
 
 LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx")  # the host calls that start a kernel
 

@@ -7,10 +7,10 @@ forward), (c) transformers' reference step in bf16 (`ref_layers` layers; fewer t
 report says so). Nothing is downloaded or installed. `dry_run` runs every part on a tiny config on the CPU
 (the torch reference paths) so that the script itself is tested without a GPU.
 
-This module drives the run and dispatches the command; the parts live beside it: roofline.py (the bytes a step
-moves), gpu_timing.py (timing, copy bandwidth), gpu_setup.py (target, inputs, results file), gpu_ours.py (our
-step, eager and graphed), gpu_reference.py (transformers' step), gpu_summary.py (the report's lines),
-gpu_profile.py (--profile) and gpu_kernels.py (--kernels). Their public names are importable from here too.
+This module drives the run and dispatches the command; the parts live beside it in this package: roofline (the
+bytes a step moves), harness (target, inputs, timing, copy bandwidth, results file), ours (our step, eager and
+graphed), reference (transformers' step), report (the report's lines), profile (--profile) and kernels
+(--kernels). Their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ import torch
 
 from diffill.model.quant import QuantSpec
 
-from .gpu_kernels import kernel_sweeps, kernel_table
-from .gpu_ours import Denoiser, measure_ours
-from .gpu_profile import profile_tables
-from .gpu_reference import transformers_step_ms
-from .gpu_setup import TINY, target, write
-from .gpu_summary import summary
-from .gpu_timing import copy_bandwidth, timed
+from .harness import TINY, copy_bandwidth, target, timed, write
+from .kernels import kernel_sweeps, kernel_table
+from .ours import Denoiser, measure_ours
+from .profile import profile_tables
+from .reference import transformers_step_ms
+from .report import summary
 from .roofline import step_bytes
 
 __all__ = [

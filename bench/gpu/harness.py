@@ -1,19 +1,25 @@
-"""What every part of `diffill bench gpu` shares: where it runs, on which config, with which inputs, and how it
-writes its results file.
+"""What every part of `diffill bench gpu` shares: where it runs, on which config, with which inputs, how a figure
+is timed (the median of synchronised runs; the copy bandwidth that is the roofline) and how the results file is
+written.
 
-Apart so that the step measurement, the profile tables and the kernel table build the same target (the GPU with
-the 26B-A4B, or the CPU with a tiny config on a dry run) without importing each other.
+One place, so that the step measurement, the profile tables and the kernel table build the same target (the GPU
+with the 26B-A4B, or the CPU with a tiny config on a dry run) and wait for the device the same way.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from diffill.model.config import DiffusionGemmaConfig
+
+from .roofline import bytes_per_s
 
 TINY = dict(
     vocab_size=1024, hidden_size=128, intermediate_size=192, num_hidden_layers=2, num_attention_heads=4,
@@ -47,3 +53,31 @@ def write(out_path: str | Path, res: dict[str, Any] | str) -> None:
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(res if isinstance(res, str) else json.dumps(res, indent=2) + "\n", encoding="utf-8")
+
+
+def sync(device: torch.device) -> None:
+    """Waits for the work queued on a CUDA device (nothing to wait for on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], object], reps: int, device: torch.device, warmup: int = 1) -> float:
+    """Median milliseconds of `fn` over `reps` runs after `warmup` runs (synchronised around each run)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        sync(device)
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth(device: torch.device, nbytes: int, reps: int) -> float:
+    """Bytes/s of a device-to-device copy (read + write counted), the practical HBM roofline."""
+    src = torch.empty(nbytes // 2, dtype=torch.float16, device=device).normal_()
+    dst = torch.empty_like(src)
+    ms = timed(lambda: dst.copy_(src), reps, device, warmup=2)
+    return bytes_per_s(2 * nbytes, ms)

@@ -5,9 +5,9 @@ prompt's alone, and every figure of `measure_ours` follows from the times it mea
 import pytest
 import torch
 
-from diffill.bench import gpu_ours
-from diffill.bench.gpu_ours import Denoiser, fork, measure_ours
-from diffill.bench.gpu_setup import TINY, inputs
+from diffill.bench.gpu import ours as gpu_ours
+from diffill.bench.gpu.harness import TINY, inputs
+from diffill.bench.gpu.ours import Denoiser, fork, measure_ours
 from diffill.kernels.sampler import SamplerStep
 from diffill.model import DiffusionGemmaConfig
 from diffill.model.quant import QuantSpec

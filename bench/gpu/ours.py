@@ -1,7 +1,7 @@
 """Our own int4 (or fp8) stack measured by `diffill bench gpu`: the denoise step as the GPU runs it, timed eagerly
 and replayed as CUDA graphs, with the canvas, roofline and autoregressive figures derived from it.
 
-Apart from the run's driver (bench/gpu.py) and the reference step (bench/gpu_reference.py) so that what "our step"
+Apart from the run's driver (the package's __init__) and the reference step (reference.py) so that what "our step"
 is (the `Denoiser`) and how its figures are derived sit in one place.
 """
 
@@ -24,8 +24,7 @@ from diffill.model.quant import QuantSpec
 from diffill.model.random_weights import random_quantized_model
 from diffill.model.sampler import SamplerConfig, denoise_canvas
 
-from .gpu_setup import inputs
-from .gpu_timing import timed
+from .harness import inputs, timed
 from .roofline import roofline_ms, step_bytes
 
 Prev = tuple[torch.Tensor, float, torch.Tensor]  # the previous step's (logits, temperature, logsumexp)

@@ -3,7 +3,7 @@ the fastest shape kept per (kernel, tokens), the sweeps, and the dry run's table
 
 import json
 
-from diffill.bench.gpu_kernels import (
+from diffill.bench.gpu.kernels import (
     TOKENS,
     failed_row,
     keep_fastest,

@@ -1,7 +1,7 @@
 """`diffill bench gpu --dry-run` end to end on the CPU (tiny config, torch reference paths): every figure written,
 positive, and consistent with the others (the roofline share is the step's bytes at the copy bandwidth over the
 measured step), the report logged; `main` dispatching to the table it is asked for; and the names other code
-imports from bench/gpu.py still there."""
+imports from bench.gpu still there."""
 
 import contextlib
 import io
@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from diffill.bench import gpu, gpu_kernels, gpu_ours, gpu_profile, gpu_reference, gpu_summary, gpu_timing, roofline
-from diffill.bench.gpu_setup import TINY
+from diffill.bench import gpu
+from diffill.bench.gpu import harness, kernels, ours, profile, reference, report, roofline
+from diffill.bench.gpu.harness import TINY
 from diffill.lsp.cli import main as cli_main
 
 SIZES = gpu.DRY_RUN_SIZES  # canvas 32, prompt 16, steps (2, 3), 2 AR tokens
@@ -76,11 +77,11 @@ def test_dry_run_logs_figures_then_the_report(dry_run):
     res, lines, out = dry_run
     assert lines[0] == f"copy bandwidth: {res['copy_bandwidth_GBps']:.1f} GB/s"
     assert f"  step_ms: {res['step_ms']:.3f}" in lines
-    report = gpu_summary.summary(res)
-    assert lines[-len(report) - 1 : -1] == report
+    lines_of_report = report.summary(res)
+    assert lines[-len(lines_of_report) - 1 : -1] == lines_of_report
     assert lines[-1] == f"results written to {out}"
     share = 100 * res["step_bytes"]["total"] / (res["copy_bandwidth_GBps"] * 1e9) * 1e3 / res["step_ms"]
-    assert report[1].endswith(f"GB/s: {share:.0f} %)")
+    assert lines_of_report[1].endswith(f"GB/s: {share:.0f} %)")
 
 
 def test_ref_layers_zero_records_why_not_measured(tmp_path, monkeypatch):
@@ -117,10 +118,10 @@ def test_main_dispatches(monkeypatch, capsys):
 
 def test_the_parts_stay_importable_from_bench_gpu():
     assert gpu.step_bytes is roofline.step_bytes
-    assert (gpu.timed, gpu.copy_bandwidth) == (gpu_timing.timed, gpu_timing.copy_bandwidth)
-    assert gpu.Denoiser is gpu_ours.Denoiser
-    assert gpu.transformers_step_ms is gpu_reference.transformers_step_ms
-    assert gpu.summary is gpu_summary.summary
-    assert gpu.profile_tables is gpu_profile.profile_tables
-    assert (gpu.kernel_sweeps, gpu.kernel_table) == (gpu_kernels.kernel_sweeps, gpu_kernels.kernel_table)
+    assert (gpu.timed, gpu.copy_bandwidth) == (harness.timed, harness.copy_bandwidth)
+    assert gpu.Denoiser is ours.Denoiser
+    assert gpu.transformers_step_ms is reference.transformers_step_ms
+    assert gpu.summary is report.summary
+    assert gpu.profile_tables is profile.profile_tables
+    assert (gpu.kernel_sweeps, gpu.kernel_table) == (kernels.kernel_sweeps, kernels.kernel_table)
     assert all(hasattr(gpu, name) for name in gpu.__all__)

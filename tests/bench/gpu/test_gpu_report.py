@@ -2,7 +2,7 @@
 bandwidth over the measured step, one line per canvas, and the graphed and transformers lines say why a part was
 not measured."""
 
-from diffill.bench.gpu_summary import summary
+from diffill.bench.gpu.report import summary
 
 STEP_BYTES = 2e9  # 2 GB a step
 BANDWIDTH_GBPS = 4000.0  # 4 TB/s: the roofline is 0.5 ms

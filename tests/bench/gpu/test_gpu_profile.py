@@ -4,7 +4,7 @@ passes written and returned."""
 import re
 from types import SimpleNamespace as Event
 
-from diffill.bench.gpu_profile import kernel_launches, profile_tables
+from diffill.bench.gpu.profile import kernel_launches, profile_tables
 
 
 def test_kernel_launches_count_only_the_launch_calls():

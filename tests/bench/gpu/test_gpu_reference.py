@@ -4,8 +4,8 @@ fewer ran."""
 import pytest
 import torch
 
-from diffill.bench.gpu_reference import transformers_step_ms
-from diffill.bench.gpu_setup import TINY
+from diffill.bench.gpu.harness import TINY
+from diffill.bench.gpu.reference import transformers_step_ms
 from diffill.model import DiffusionGemmaConfig
 
 
