@@ -13,7 +13,8 @@ from diffill.infill.languages import language_for
 from diffill.lsp.settings import engine_options
 from diffill.model import runtime
 
-from .evaluate import Case, _files, daemon_settings
+from .cases import Case, source_files
+from .evaluate import daemon_settings
 from .overlap import report_overlap
 
 
@@ -38,7 +39,7 @@ def context_cases(root: str, n: int, seed: int) -> list[Case]:
         else None
     )
     cases: list[Case] = []
-    for path in _files(root, rng):
+    for path in source_files(root, rng):
         if names is None or len(cases) >= n or language_for(None, str(path)) is None:
             continue
         try:

@@ -18,7 +18,8 @@ from diffill.infill.signatures import SignatureTracker, signature_at
 from diffill.lsp.settings import engine_options
 from diffill.model import runtime
 
-from .evaluate import _files, daemon_settings
+from .cases import source_files
+from .evaluate import daemon_settings
 from .overlap import report_overlap
 
 
@@ -37,7 +38,7 @@ def _in_function(before: str, after_lines: list[str]) -> list[str]:
 
 def _python_sources(root: str, seed: int, max_chars: int = 0):
     """(path, text) of the readable Python files under `root`, in a seeded random order."""
-    for path in _files(root, random.Random(seed)):
+    for path in source_files(root, random.Random(seed)):
         if path.suffix != ".py":
             continue
         try:

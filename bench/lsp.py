@@ -18,7 +18,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from diffill.bench.evaluate import cost_per_answer, format_cost, make_case, shown_wrong, source_texts
+from diffill.bench.cases import make_case, source_texts
+from diffill.bench.evaluate import cost_per_answer, format_cost, shown_wrong
 from diffill.infill.cost import Cost
 from diffill.infill.text import line_bounds
 

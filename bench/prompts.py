@@ -20,7 +20,7 @@ from diffill.model import runtime
 from diffill.model.loader import resolve_checkpoint
 from diffill.model.prompt_cache import common_prefix
 
-from .evaluate import draw_cases
+from .cases import draw_cases
 
 
 def _percentile(values: list[int], q: float) -> int:

@@ -24,7 +24,7 @@ from diffill.infill.request import build_request
 from diffill.model import runtime
 from diffill.model.speculative import Speculator
 
-from .evaluate import draw_cases
+from .cases import draw_cases
 
 MODES = ("greedy", "lookups", "lookups+decoder")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `diffill train decoder` (#38) on one GPU, unattended, in under 9 minutes, the result under $OUT: the CPU recipe
-# (training/decoder.py) at a larger scale. The labels (the encoder's greedy answers, one pass a token) are written
+# (training/decoder/) at a larger scale. The labels (the encoder's greedy answers, one pass a token) are written
 # by the machine's CPU cores, a labelling process each, for LABEL_MINUTES; the caches are encoded and the adapters
 # train on the GPU, with a wider rank and a larger batch than two CPU cores afford.
 #

@@ -28,7 +28,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from diffill.bench.evaluate import source_texts
+from diffill.bench.cases import source_texts
 from diffill.bench.lsp import initialize_params, position, shown_settings, wait_read
 from diffill.infill.languages import language_for
 

@@ -1,7 +1,7 @@
 """Decoder adapters: weights that act in the canvas decoder's pass only (modules.LowRank on each layer's q/k/v/o
 and beside its dense MLP), so the decoder can learn to draft what the encoder writes while every shared weight,
 and so every encoder logit, stays as it was. A checkpoint has them when its config names their rank
-(config.ADAPTER_KEY); `diffill train decoder` (training/decoder.py) attaches and trains them."""
+(config.ADAPTER_KEY); `diffill train decoder` (training/decoder/) attaches and trains them."""
 
 from __future__ import annotations
 

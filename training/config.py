@@ -61,7 +61,7 @@ class TrainConfig:
 
 @dataclass
 class DecoderTrainConfig:
-    """What `diffill train decoder` is asked to do (training/decoder.py)."""
+    """What `diffill train decoder` is asked to do (training/decoder/)."""
 
     corpus: str = "data/corpus"
     init: str = "model/weights"

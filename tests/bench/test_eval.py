@@ -4,9 +4,10 @@ import random
 
 import pytest
 
+from diffill.bench.cases import draw_cases, make_case
 from diffill.bench.context import context_cases
 from diffill.bench.edits import edit_cases
-from diffill.bench.evaluate import draw_cases, edit_similarity, make_case, score
+from diffill.bench.evaluate import edit_similarity, score
 
 LIB = "def parse_header(line):\n    return line.split(':', 1)\n"
 APP = (
@@ -127,7 +128,7 @@ def test_eval_command_reads_several_roots_and_ends_with_one_json_line(tmp_path, 
 def test_block_cases_remove_a_function_body_and_keep_its_docstring():
     import random
 
-    from diffill.bench.evaluate import make_block_case
+    from diffill.bench.cases import make_block_case
 
     text = (
         "import os\n\n\n"

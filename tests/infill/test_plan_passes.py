@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from diffill.bench.evaluate import draw_cases, eval_options
+from diffill.bench.cases import draw_cases
+from diffill.bench.evaluate import eval_options
 from diffill.infill import plans
 from diffill.infill.cost import Cost
 from diffill.infill.document import SyntaxDocument

@@ -1,4 +1,4 @@
-"""`diffill train decoder` (training/decoder.py): canvases laid out as the speculative rounds lay them out, batched
+"""`diffill train decoder` (training/decoder/): canvases laid out as the speculative rounds lay them out, batched
 rows that see what one row alone sees, labels that are the encoder's greedy answers, and a run that resumes and
 exports a folder whose encoder is the init's, bit for bit."""
 
@@ -168,7 +168,7 @@ def test_the_reports_canvases_are_noised_whole_whatever_share_training_seeds(mon
         shares.append(cfg.partial_share)
         return built(layouts, anchors, kv, end, gen, vocab, cfg)
 
-    monkeypatch.setattr(decoder, "batch_inputs", recorded)
+    monkeypatch.setattr(decoder.losses, "batch_inputs", recorded)
     plain = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2), 0.1)
     seeded = decoder.report(net, anchors, kv, END, DecoderTrainConfig(batch=2, partial_share=1.0), 0.1)
     assert plain == seeded and shares and set(shares) == {0.0}
@@ -233,7 +233,7 @@ def test_batched_encoding_keeps_what_each_anchor_encoded_alone_keeps(monkeypatch
     alone = [decoder.encoded(net, a) for a in anchors]
     sizes, encode = [], net.encode
     monkeypatch.setattr(net, "encode", lambda ids, cache: sizes.append(ids.shape[0]) or encode(ids, cache))
-    monkeypatch.setattr(decoder, "ENCODE_TOKENS", 24)  # groups of two or three rows
+    monkeypatch.setattr(decoder.encodings, "ENCODE_TOKENS", 24)  # groups of two or three rows
     both = decoder.encode_all(net, anchors)
     assert max(sizes) > 1 and sum(sizes) == len(anchors)
     for a, (kv, (ids, logp)), (kv1, (ids1, logp1)) in zip(anchors, both, alone, strict=True):
