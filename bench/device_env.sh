@@ -1,5 +1,5 @@
-# Sourced by the bench scripts (from the checkout's root): sets PY and, where diffill is not installed (the lent GPU
-# machine: its own python3 with torch and triton, no network), makes the checkout importable as diffill.* the way
+# Sourced by the bench scripts (from the checkout's root): sets PY and, where diffill is not installed (a GPU
+# machine with its own python3 with torch and triton, no network), makes the checkout importable as diffill.* the way
 # pyproject.toml's package-dir maps it, with the wheels carried in .whl (bench/device_prep.sh fetches them).
 PY=${PYTHON:-python3}
 if ! "$PY" -c "import diffill.model" 2>/dev/null; then

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Here, before a GPU session: what bench/train_gpu.sh needs on the lent machine and cannot fetch there (it has
-# python3 3.12 with torch, tokenizers, safetensors and numpy, no network, and takes 64 MiB with the checkout).
+# Here, before a run on a GPU machine without network: what bench/train_gpu.sh needs there and cannot fetch (such
+# a machine has python3 3.12 with torch, tokenizers, safetensors and numpy, no network, and takes 64 MiB with the checkout).
 #   usage: bash bench/device_prep.sh [corpus folder, default data/corpus-lang]   (MB=30: the corpus sample's size)
-# The call itself leaves model/weights/memory.safetensors (36 MB, the daemon's n-gram memory, unused there) behind:
+# The run leaves model/weights/memory.safetensors (36 MB, the daemon's n-gram memory, unused there) behind:
 # bench/device_run.sh says how.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every GPU check of the project in one call of the lent machine (15 minutes of device time per session, a machine
-# start included: one call of at most 9 minutes), stages in the order their timings need a quiet GPU:
+# Every GPU check of the project in one run of at most 9 minutes on a GPU machine (no network, the checkout and
+# .whl copied there), stages in the order their timings need a quiet GPU:
 #   checks   the kernel, static-cache and fp8 grouped-GEMM tests compiled for CUDA (correctness: pytest)
 #   kernels  `bench gpu --kernels`: int4 tile reads, fp8 grouped MoE, the tile sweep -> kernels.txt, and the
 #            fastest tiles per (kernel, tokens) -> kernels.json (ship it as kernels/tiles.json)
@@ -9,16 +9,16 @@
 #   lsp      `bench lsp` against `diffill serve` with the random-weight 26B (model "random:int4"): keystroke to answer
 #   fp8      `bench gpu --scheme fp8 --ref-layers 0`: the same figures with fp8 experts through the grouped GEMM
 #   profile  `bench gpu --profile`: where a step's time goes (off by default)
-#   train    bench/train_gpu.sh with the time left (#21; off by default)
-#   decoder  bench/train_decoder_gpu.sh with the time left (#38; off by default: STAGES=decoder, carry data/gpu too)
+#   train    bench/train_gpu.sh with the time left (off by default)
+#   decoder  bench/train_decoder_gpu.sh with the time left (off by default: STAGES=decoder, data/gpu copied too)
 # STAGES picks them (default "checks kernels bench lsp fp8"); a stage that would not end within BUDGET is skipped.
-# Everything lands in $OUT (at most 8 files come back): device.log, checks.log, kernels.txt, kernels.json, gpu.json
+# Everything lands in $OUT (8 files at most): device.log, checks.log, kernels.txt, kernels.json, gpu.json
 # [gpu-torch.json], lsp.txt, gpu-fp8.json, profile.txt.
 #
 # here:   bash bench/device_prep.sh                              # .whl (and data/gpu for the train stage)
-#         mv model/weights/memory.safetensors /tmp/               # 36 MB the machine does not need (64 MiB travel)
-# call:   carry [".whl"], command `bash bench/device_run.sh`, timeout_s 590
-# after:  mv /tmp/memory.safetensors model/weights/; copy kernels.json to kernels/tiles.json; a second, short call
+#         mv model/weights/memory.safetensors /tmp/               # 36 MB the machine does not need
+# there:  the checkout with .whl: `OUT=out bash bench/device_run.sh` (a limit of 590 s)
+# after:  mv /tmp/memory.safetensors model/weights/; copy kernels.json to kernels/tiles.json; a second, short run
 #         `STAGES=bench BENCH_S=200 bash bench/device_run.sh` measures the step with those tiles (with
 #         DIFFILL_TILE_MAJOR=1 in front if kernels.txt shows the tile-major rows faster: then make it the default
 #         in kernels/tiles.py).

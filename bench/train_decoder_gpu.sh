@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# `diffill train decoder` (#38) on one GPU, unattended, in under 9 minutes, the result under $OUT: the CPU recipe
+# `diffill train decoder` on one GPU, unattended, in under 9 minutes, the result under $OUT: the CPU recipe
 # (training/decoder/) at a larger scale. The labels (the encoder's greedy answers, one pass a token) are written
 # by the machine's CPU cores, a labelling process each, for LABEL_MINUTES; the caches are encoded and the adapters
 # train on the GPU, with a wider rank and a larger batch than two CPU cores afford.
 #
-# On the lent GPU machine (its own python3 with torch, no network, 64 MiB carried in all, files back <= 16 MiB):
+# On a GPU machine with its own python3 and torch, no network (64 MiB copied there in all, files back <= 16 MiB):
 #   here:   diffill train corpus --out data/corpus            # if data/corpus is absent (the training split)
 #           bash bench/device_prep.sh data/corpus             # wheels the machine lacks -> .whl, a sample -> data/gpu
-#           mv model/weights/memory.safetensors /tmp/         # 36 MB the run does not read (64 MiB travel)
-#   call:   carry [".whl", "data/gpu"], command `SPLIT_MB=15 bash bench/train_decoder_gpu.sh`, timeout_s 590
+#           mv model/weights/memory.safetensors /tmp/         # 36 MB the run does not read
+#   there:  the checkout with .whl and data/gpu: `OUT=out SPLIT_MB=15 bash bench/train_decoder_gpu.sh` (590 s at most)
 #   back:   mv /tmp/memory.safetensors model/weights/
 #           mkdir -p runs/dec-gpu; cat <files>/model.tar.part-* | tar x -C runs/dec-gpu
 #           cp model/weights/memory.safetensors runs/dec-gpu/model/

@@ -6,9 +6,9 @@
 # while holding more than CPU training could fill. The exported card is the shipped one's; the corpus memory
 # (model/weights/memory.safetensors, same tokenizer) goes beside the weights when they ship.
 #
-# On the lent GPU machine (its own python3 with torch, no network, 64 MiB carried in all, files back <= 16 MiB):
+# On a GPU machine with its own python3 and torch, no network (64 MiB copied there in all, files back <= 16 MiB):
 #   here:   bash bench/device_prep.sh         # wheels the machine lacks -> .whl, a 13 MB corpus sample -> data/gpu
-#   there:  CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh   (carry .whl and data/gpu)
+#   there:  CORPUS=data/gpu SPLIT_MB=15 bash bench/train_gpu.sh   (the checkout with .whl and data/gpu)
 #   back:   mkdir -p runs/gpu-out; cat weights.tar.part-* | tar x -C runs/gpu-out
 #           cp model/weights/memory.safetensors runs/gpu-out/weights/   # same tokenizer: the shipped corpus memory
 #           diffill eval --model runs/gpu-out/weights ...   # against the shipped model, before shipping it

@@ -19,7 +19,7 @@ from typing import Any
 log = logging.getLogger("diffill")
 
 # Pauses between probes of a server that is down (the last repeats): its return is seen within 4 s plus a
-# probe's time, inside the 10 s #37 asks, and a probe every 4 s costs a server nothing.
+# probe's time (within 10 s of its return: docs/server.md), and a probe every 4 s costs a server nothing.
 BACKOFF_S = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 

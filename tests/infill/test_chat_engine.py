@@ -49,7 +49,7 @@ def test_pinned_positions_come_back_unchanged(loaded):
 
 def test_keystrokes_reuse_the_prompt_cache(loaded):
     """Typing at the cursor changes the prompt from the cursor on: a follow-up encodes at most a fifth of the first
-    prompt (the target of the issue)."""
+    prompt: a keystroke re-encodes what it changed, not the file."""
     engine = engine_for(loaded, steps=1)
     cache = engine.prompter.prompt_cache
     text = CODE + "\n\ndef main():\n    store = Store(os.getcwd())\n    "

@@ -1,4 +1,4 @@
-"""Big inputs never block (#34): a document that is one line of megabytes (a minified bundle, a data literal) is
+"""Big inputs never block: a document that is one line of megabytes (a minified bundle, a data literal) is
 completed in bounded time, and the other documents keep getting their answers meanwhile. A completion reads its
 line's window around the cursor, not the line: the filters once took minutes on such a line (on the server's one
 model thread, so every other document waited behind it)."""

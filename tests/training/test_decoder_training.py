@@ -245,7 +245,7 @@ def test_batched_encoding_keeps_what_each_anchor_encoded_alone_keeps(monkeypatch
 
 
 def test_the_gpu_decoder_training_script_runs_unattended_and_leaves_a_loadable_model(tmp_path):
-    """bench/train_decoder_gpu.sh (#38's run at a larger scale on a lent GPU) on CPU at a tiny scale, as on the
+    """bench/train_decoder_gpu.sh (the decoder's training at a larger scale on a GPU) on CPU at a tiny scale, as on the
     GPU machine: labelling processes, training, the reports, and the model folder back as a tar in parts."""
     import os
     import subprocess

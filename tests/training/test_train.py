@@ -243,7 +243,7 @@ def test_pretraining_on_files_too_short_for_a_window_fails_clearly(tmp_path, wor
 
 
 def test_the_gpu_training_script_runs_unattended_and_leaves_loadable_weights(tmp_path):
-    """bench/train_gpu.sh (the unattended GPU run of #3) on CPU at a tiny scale, as on the GPU machine: the corpus
+    """bench/train_gpu.sh (the unattended GPU training run) on CPU at a tiny scale, as on the GPU machine: the corpus
     a packed (xz) sample, pre-training, then FIM, then an export with the shipped card that comes back as a tar in
     parts no larger than asked (the device tool returns files of at most 16 MiB)."""
     import os
