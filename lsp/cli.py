@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-# A daemon beside an editor and a compiler must not spin-wait on shared cores (docs/benchmarks.md, model core).
+# A daemon beside an editor and a compiler must not spin-wait on shared cores (docs/benchmarks.md, "Tuned constants").
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
@@ -79,7 +79,7 @@ def _complete(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import report
 
-    for line in report(args.model):
+    for line in report(args.model, served_files=args.served_model_files):
         print(line)
     return 0
 
@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         default="",
         help="also describe this model (folder, hub id, or a server URL: checked with a test completion)",
+    )
+    dr.add_argument(
+        "--served-model-files",
+        default=None,
+        help="a server model's tokenizer and card from this folder or hub id (the servedModelFiles setting)",
     )
     dr.set_defaults(func=_doctor)
 

@@ -29,7 +29,7 @@ def _memory() -> str:
         return "unknown"
 
 
-def report(model: str = "") -> Iterator[str]:
+def report(model: str = "", served_files: str | None = None) -> Iterator[str]:
     import torch
 
     from diffill.infill.languages import check_all
@@ -56,7 +56,7 @@ def report(model: str = "") -> Iterator[str]:
         yield f"  {name}: {'ok' if status is True else status}"
     yield f"embedded model: {'present' if runtime.embedded_available() else 'MISSING'} ({runtime.EMBEDDED_DIR})"
     if is_server_url(model):
-        yield from _server(model)
+        yield from _server(model, served_files)
         return
     folder = yield from _footprint(model)
     if folder is not None and not any(folder.glob("*.safetensors")):
@@ -78,18 +78,18 @@ def report(model: str = "") -> Iterator[str]:
         yield f"model {model or 'embedded'}: FAILED to load: {exc}"
 
 
-def _server(url: str) -> Iterator[str]:
-    """A server `model`: reachable, which model, its files here, and a test canvas with every diffusion knob diffill
-    sends (a seed canvas, pins, steps, read-only) and its latency. The key comes from DIFFILL_API_KEY."""
+def _server(url: str, served_files: str | None = None) -> Iterator[str]:
+    """A server `model`: reachable, which model, where its files were read, and a test canvas with every diffusion
+    knob diffill sends (a seed canvas, pins, steps, read-only) and its latency. The key comes from DIFFILL_API_KEY."""
     import time
 
     from diffill.model import runtime
     from diffill.model.prompt_format import format_for
-    from diffill.model.vllm_server import CanvasRequest
+    from diffill.model.vllm_server import CanvasRequest, Connection
 
     t0 = time.perf_counter()
     try:
-        loaded = runtime.load(url)
+        loaded = runtime.load(url, connection=Connection(url, model_files=served_files))
     except Exception as exc:
         yield f"server {url}: FAILED: {exc}"
         return
@@ -97,6 +97,7 @@ def _server(url: str) -> Iterator[str]:
     try:
         yield f"server {loaded.source}: reachable, serves {model.served} ({(time.perf_counter() - t0) * 1e3:.0f} ms)"
         cfg = model.config
+        yield f"  its tokenizer and card: {model.files.folder} (from {model.files.how}, {model.files.name!r})"
         yield f"  its files: vocab {cfg.vocab_size}, canvas {cfg.canvas_length}; prompt format: {format_for(loaded.tokenizer).name}"
         prompt = loaded.tokenizer.encode("def add(a, b):\n    return")
         width = min(16, cfg.canvas_length)

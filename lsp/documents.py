@@ -86,7 +86,7 @@ BIG_DOCUMENT_BYTES = 1 << 20  # closing a document this large hands the memory i
 def release_freed_memory() -> None:
     """Asks glibc to return freed heap pages to the system. A big document's text, bytes and syntax tree are
     freed when it closes, but the allocator keeps their pages: without this the server's memory only ever grows
-    by about its size (docs/benchmarks.md). A no-op where there is no glibc."""
+    by about its size (docs/benchmarks.md, "Tuned constants"). A no-op where there is no glibc."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -2,7 +2,7 @@
 
 Start-up makes about a million objects that live as long as the process (torch's and the protocol's modules, the
 model): the collector's passes over them while they are made cost about a tenth of the start
-(docs/benchmarks.md). `pause` at launch, `resume` once the first model load has settled: what start-up made is
+(docs/benchmarks.md, "Tuned constants"). `pause` at launch, `resume` once the first model load has settled: what start-up made is
 frozen (gc.freeze: later passes, during completions, skip it) and the collector runs again.
 """
 

@@ -41,6 +41,9 @@ class Settings:
     ca_file: str | None = None
     tls_verify: bool = True
     request_timeout_ms: int = 10_000
+    # Where a server model's tokenizer and card are read when neither its served name nor its root (`/v1/models`)
+    # is a folder here or a hub id: a local folder or a hub id. None: those two.
+    served_model_files: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -57,6 +60,7 @@ UNSET = {
     "draft_candidates": "the model's own",
     "api_key": "the DIFFILL_API_KEY environment variable",
     "ca_file": "the system's certificates",
+    "served_model_files": "the server's own names for its model",
 }
 
 
@@ -83,7 +87,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     """(converted value, error message or None) for one setting."""
     if name in ("model",):
         return (value, None) if isinstance(value, str) else (value, "must be a string (path, hub id or server URL)")
-    if name in ("api_key", "ca_file"):
+    if name in ("api_key", "ca_file", "served_model_files"):
         ok = value is None or isinstance(value, str)
         return (value or None, None) if ok else (None, f"must be a string, or null for {UNSET[name]}")
     if name == "device":
@@ -178,4 +182,5 @@ def connection(settings: Settings):
         ca_file=settings.ca_file,
         verify=settings.tls_verify,
         timeout_s=settings.request_timeout_ms / 1e3,
+        model_files=settings.served_model_files,
     )

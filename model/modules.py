@@ -21,7 +21,7 @@ from .config import FULL, SLIDING, DiffusionGemmaConfig  # noqa: F401 (re-export
 
 # Not cuDNN's attention on CUDA: it builds an execution plan for every new key length, which the daemon's prompts
 # and AR drafts change on every call: host time per call that a cached plan would not cost (docs/benchmarks.md,
-# `diffill bench gpu --profile`).
+# "Tuned constants").
 CUDA_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 # The CPU-trained shape (shipped until 2026-11-30): 6.2M parameters, a 32-token step within 10 ms on one thread; the
 # default of `diffill train run`, whose CPU runs cannot fill a larger model.
 EMBEDDED: dict[str, Any] = dict(
-    vocab_size=4096,  # set from the tokenizer; nearly 8192's bytes per token for half the head (docs/benchmarks.md)
+    vocab_size=4096,  # set from the tokenizer; nearly 8192's bytes per token for half the head (docs/benchmarks.md, "Tuned constants")
     hidden_size=256,
     intermediate_size=256,
     num_hidden_layers=4,
@@ -28,7 +28,7 @@ EMBEDDED: dict[str, Any] = dict(
 PRESETS: dict[str, dict[str, Any]] = {
     "embedded": EMBEDDED,
     # Twice the experts, the same two per token: more parameters for the same active compute, so an AR draft token
-    # costs what the embedded shape's does and a denoise step a little more (docs/benchmarks.md). It needs more
+    # costs what the embedded shape's does and a denoise step a little more (docs/benchmarks.md, "Tuned constants"). It needs more
     # tokens than CPU training gives, which a GPU run has (bench/train_gpu.sh). The shipped model (model/weights).
     "moe16": {**EMBEDDED, "num_experts": 16},
     # For tests and the benchmark's smoke runs only.

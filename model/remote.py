@@ -4,7 +4,7 @@ the same ids, each denoising one request to the server.
 What a server does not offer is not asked of it: the card says the decoder writes (no encoder drafts, so no
 continuation scores), a session's beliefs of its own answer are the log-probabilities the server returned for
 its canvas, and a rename's slots score alike (every use is renamed). The tokenizer and the card come from the
-served model's files (a local folder of that name, or its tokenizer files from the hub), so prompts are built,
+served model's files (model.remote.served_files: a folder here or a hub id), so prompts are built,
 healed and filtered here exactly as for a local model.
 """
 
@@ -24,7 +24,7 @@ from .config import DiffusionGemmaConfig
 from .loader import CheckpointError, resolve_checkpoint
 from .sampler import before_unsure, trim_after_eos
 from .session import Budget, DraftCounts, Healing, Tokenizer
-from .vllm_server import CanvasRequest, Connection, Late, ServerError, VllmServer
+from .vllm_server import CanvasRequest, Connection, Late, ServedModel, ServerError, VllmServer
 
 SERVED_FILES = ["*.json", "tokenizer*", "*.model", "*.jinja"]  # a served model's files diffill reads (no weights)
 NETWORK_MS = 100.0  # what the network may add to the latency budget before an answer is dropped (a LAN, a region)
@@ -38,10 +38,17 @@ class RemoteModel:
     """The served model: its name on the server, its config and card (from its files) and the connection."""
 
     def __init__(
-        self, server: VllmServer, served: str, config: DiffusionGemmaConfig, card: ModelCard, token_ids: int
+        self,
+        server: VllmServer,
+        served: str,
+        config: DiffusionGemmaConfig,
+        card: ModelCard,
+        token_ids: int,
+        files: ServedFiles | None = None,
     ) -> None:
         self.server = server
         self.served = served
+        self.files = files  # where its tokenizer and card were read
         self.config = config
         self.token_ids = token_ids  # the tokenizer's ids (the config's vocabulary may be padded past them)
         self.card = dataclasses.replace(card, draft="", speculative=False)  # the server's decoder writes
@@ -201,22 +208,46 @@ def connect(connection: Connection, tokenizer_of: Callable[[Path], T]) -> tuple[
         served = server.models()
         if not served:
             raise ServerError(f"{connection.base} serves no model")
-        folder = served_files(served[0])
-        tokenizer = tokenizer_of(folder)
-        config = DiffusionGemmaConfig.from_file(folder / "config.json")
-        return RemoteModel(server, served[0], config, ModelCard.read(folder), tokenizer.vocab_size), tokenizer
+        files = served_files(served[0], connection.model_files)
+        tokenizer = tokenizer_of(files.folder)
+        config = DiffusionGemmaConfig.from_file(files.folder / "config.json")
+        card = ModelCard.read(files.folder)
+        model = RemoteModel(server, served[0].id, config, card, tokenizer.vocab_size, files)
+        return model, tokenizer
     except BaseException:
         server.close()
         raise
 
 
-def served_files(name: str) -> Path:
-    """The served model's own files: a folder of that name here (a server on this machine), else its tokenizer,
-    config and card from the hub (never the weights)."""
-    try:
-        folder = resolve_checkpoint(name, patterns=SERVED_FILES)
-    except CheckpointError as exc:
-        raise CheckpointError(f"the server's model {name!r}: {exc}") from exc
-    if not (folder / "config.json").exists():
-        raise CheckpointError(f"the server's model {name!r}: no config.json in {folder}")
-    return folder
+@dataclasses.dataclass(frozen=True)
+class ServedFiles:
+    """Where the served model's tokenizer, config and card were read: the folder, and the name it came from and
+    how (`how`: "the servedModelFiles setting", "its served name" or "its root")."""
+
+    folder: Path
+    name: str
+    how: str
+
+
+def served_files(served: ServedModel, setting: str | None = None) -> ServedFiles:
+    """The served model's own files (never the weights): under the servedModelFiles setting where it is given,
+    else under the name it is served as, else under its root (what the server loaded: a team's server may serve
+    `/models/dg` as `dg`), each a folder here (a server on this machine) or a hub id."""
+    if setting:
+        tries = [(setting, "the servedModelFiles setting")]
+    else:
+        tries = [(served.id, "its served name")]
+        if served.root and served.root != served.id:
+            tries.append((served.root, "its root"))
+    failures = []
+    for name, how in tries:
+        try:
+            folder = resolve_checkpoint(name, patterns=SERVED_FILES)
+        except CheckpointError as exc:
+            failures.append(f"{how} {name!r}: {exc}")
+            continue
+        if (folder / "config.json").exists():
+            return ServedFiles(folder, name, how)
+        failures.append(f"{how} {name!r}: no config.json in {folder}")
+    hint = "" if setting else "; set servedModelFiles to a folder here or a hub id with its tokenizer and config"
+    raise CheckpointError(f"the server's model {served.id!r}: {'; '.join(failures)}{hint}")

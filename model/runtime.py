@@ -44,7 +44,7 @@ def pick_dtype(device: str, requested: str = "auto") -> torch.dtype:
 
     bf16 on a CPU with native support (AVX512-BF16, AMX) makes a denoise step faster, but in the daemon its memory
     grew with every request (oneDNN's per-shape caches: prompts change length every time), so the CPU default
-    stays fp32 and bf16 is a setting (`precision: bfloat16`; figures in docs/benchmarks.md)."""
+    stays fp32 and bf16 is a setting (`precision: bfloat16`; docs/benchmarks.md, "Tuned constants")."""
     if requested in ("float32", "fp32"):
         return torch.float32
     if requested in ("bfloat16", "bf16"):

@@ -49,7 +49,7 @@ class SamplerConfig:
     eos_token_ids: list[int] = field(default_factory=lambda: [1])
     pad_token_id: int = 0
     # Fast draws: one fused Triton pass for sample/argmax/entropy (kernels/sampler.py) where the kernels run
-    # (CUDA), inverse-CDF sampling elsewhere (cheaper than torch.multinomial on CPU: docs/benchmarks.md). The same distribution
+    # (CUDA), inverse-CDF sampling elsewhere (cheaper than torch.multinomial on CPU: docs/benchmarks.md, "Tuned constants"). The same distribution
     # as the reference, not the same random stream, so parity runs leave it off; the daemon turns it on.
     fast: bool = False
     # A canvas seeded with a draft (`generate(init=...)`): None denoises it as the reference would (the draft is
@@ -185,7 +185,7 @@ def refine_canvas(
     """Keeps a drafted canvas and lets the decoder correct it: each pass replaces the tokens whose probability
     (given the rest of the canvas, both sides) trails the decoder's top choice by more than cfg.draft_margin;
     stops when a pass changes nothing. A small model's draft is worth more than its renoised canvas (multi-line
-    edit similarity, docs/benchmarks.md), and one or two passes cost less."""
+    edit similarity, docs/benchmarks.md, "Tuned constants"), and one or two passes cost less."""
     x = draft if pin_mask is None else torch.where(pin_mask, pin_ids, draft)
     prev_logits = None
     probs = None

@@ -49,6 +49,7 @@ class Connection:
     ca_file: str | None = None  # a CA bundle for a server whose certificate the system does not trust
     verify: bool = True  # TLS verification (off only when the user asks)
     timeout_s: float = 10.0
+    model_files: str | None = None  # the served model's tokenizer and card: a folder here or a hub id (None: its names)
 
     @property
     def base(self) -> str:
@@ -59,6 +60,15 @@ class Connection:
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         return f"Connection({self.base!r}, key={'set' if self.key() else 'none'}, verify={self.verify})"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A model as `/v1/models` lists it: the name requests use (vLLM's `--served-model-name`, else what it loaded)
+    and its root, the folder or hub id the server loaded it from (None where the server does not say)."""
+
+    id: str
+    root: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,12 +207,12 @@ class VllmServer:
         except (json.JSONDecodeError, ValueError) as exc:
             raise ServerError(f"{self.connection.base}{path}: the answer is not JSON") from exc
 
-    def models(self) -> list[str]:
-        """The names of the models the server serves (`/v1/models`)."""
+    def models(self) -> list[ServedModel]:
+        """The models the server serves (`/v1/models`): each one's name and, where the server gives it, its root."""
         body = self._run(self._request("GET", "/v1/models"), None, None)
         try:
-            return [str(m["id"]) for m in body["data"]]
-        except (KeyError, TypeError) as exc:
+            return [ServedModel(str(m["id"]), str(m["root"]) if m.get("root") else None) for m in body["data"]]
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ServerError(f"{self.connection.base}/v1/models: not a model list") from exc
 
     def canvas(

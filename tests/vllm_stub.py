@@ -24,10 +24,12 @@ def canvas_answer(body: dict[str, Any], token: int = 5, logprob: float = -0.1) -
 
 
 class StubServer:
-    """`behave(body) -> (status, answer, delay_s)` decides each completion; `models` what /v1/models lists."""
+    """`behave(body) -> (status, answer, delay_s)` decides each completion; `models` what /v1/models lists, each with
+    its root from `roots` (vLLM's: the path or hub id it loaded; the name itself by default)."""
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, roots: dict[str, str] | None = None) -> None:
         self.models = models if models is not None else ["tiny-dg"]
+        self.roots = roots or {}
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.finished = 0  # completions whose answer was written whole
@@ -51,7 +53,8 @@ class StubServer:
 
             def do_GET(self) -> None:
                 stub.headers.append(dict(self.headers))
-                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in stub.models]})
+                listed = [{"id": m, "object": "model", "root": stub.roots.get(m, m)} for m in stub.models]
+                self._send(200, {"object": "list", "data": listed})
 
             def do_POST(self) -> None:
                 stub.headers.append(dict(self.headers))

@@ -120,6 +120,12 @@ def test_doctor_checks_a_server_url_with_a_test_completion(gemma_checkpoint):
         res = run_cli("doctor", "--model", stub.url)
         assert f"server {stub.url}: reachable, serves {gemma_checkpoint}" in res.stdout, res.stdout + res.stderr
         assert "diffusion knobs accepted" in res.stdout and "prompt format: DiffusionGemma chat" in res.stdout
+        assert f"its tokenizer and card: {gemma_checkpoint} (from its served name" in res.stdout
+        stub.models = ["dg"]  # served under a name that is no folder here: the setting says where its files are
+        stub.roots = {"dg": "/models/dg"}
+        res = run_cli("doctor", "--model", stub.url, "--served-model-files", str(gemma_checkpoint))
+        assert "(from the servedModelFiles setting" in res.stdout and "serves dg" in res.stdout, res.stdout
+        stub.models, stub.roots = [str(gemma_checkpoint)], {}
         sent = stub.bodies[-1]["vllm_xargs"]
         assert {"diffusion_seed_canvas", "diffusion_pinned", "diffusion_read_only"} <= set(sent)
         stub.behave = lambda body: (400, {"error": {"message": "diffusion_pinned needs a seed canvas"}}, 0.0)

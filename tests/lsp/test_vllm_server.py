@@ -1,7 +1,8 @@
 """`diffill serve` with a real vLLM as its engine: vLLM's CPU build (bench/vllm_env.sh makes its venv) serving a
 tiny random DiffusionGemma laid out like Google's checkpoint, started on 127.0.0.1 here, driven as an editor
-would. Every request answered or cancelled with no errors, stale work stopped in vLLM, the pinned tail kept, and
-the embedded model answering while the server is gone, until it is back.
+would. The server names the model as a team's server does (`--served-model-name`: no folder here, no hub id), so
+its files are found through its root. Every request answered or cancelled with no errors, stale work stopped in
+vLLM, the pinned tail kept, and the embedded model answering while the server is gone, until it is back.
 
 Skipped, saying why, only when bench/vllm_env.sh has not been run (`python -m pytest tests -k vllm`)."""
 
@@ -24,11 +25,12 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server import SERVER, capabilities, end_position, get_status, inline, open_doc, wait_ready
 
-from diffill.model.vllm_server import CanvasRequest, Connection, VllmServer
+from diffill.model.vllm_server import CanvasRequest, Connection, ServedModel, VllmServer
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = Path(os.environ.get("DIFFILL_VLLM_PYTHON", ROOT / ".vllm-venv" / "bin" / "python"))
 START_S = 240.0  # a first start compiles (about 60 s on 2 cores; later ones 36-39 s)
+SERVED_NAME = "tiny-dg"  # what requests name the model (`--served-model-name`); /v1/models gives its root too
 CODE = "import os\n\n\ndef load(path):\n    with open(path) as fh:\n        return fh.read()\n\n\ndef main():\n    "
 
 pytestmark = pytest.mark.skipif(
@@ -53,7 +55,7 @@ class Vllm:
     def start(self) -> None:
         args = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
                 "--host", "127.0.0.1", "--port", str(self.port), "--dtype", "float32", "--language-model-only",
-                "--kv-cache-memory-bytes", str(64 << 20)]  # fmt: skip
+                "--kv-cache-memory-bytes", str(64 << 20), "--served-model-name", SERVED_NAME]  # fmt: skip
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "VLLM_LOGGING_LEVEL": "WARNING"}
         self.proc = subprocess.Popen(
             args, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -95,8 +97,9 @@ def vllm(tmp_path_factory):
     server.start()
     client = VllmServer(Connection(server.url, timeout_s=60.0))
     try:  # each request shape compiles once: the widths the daemon asks for, before anything is timed
+        assert client.models() == [ServedModel(SERVED_NAME, str(folder))]  # the name, and the root it was loaded from
         for width in (1, 16, 32):
-            client.canvas(str(folder), CanvasRequest([2, 105], width, 2, pins={0: 5}), 500)
+            client.canvas(SERVED_NAME, CanvasRequest([2, 105], width, 2, pins={0: 5}), 500)
     finally:
         client.close()
     yield server
@@ -167,7 +170,7 @@ async def test_the_pinned_tail_comes_back_as_pinned(vllm):
     client = VllmServer(Connection(vllm.url, timeout_s=60.0))
     try:
         pins = {3: 41, 4: 42, 5: 106}
-        answer = client.canvas(str(vllm.folder), CanvasRequest([2, 105, 30, 31], 16, 2, pins=pins), 500)
+        answer = client.canvas(SERVED_NAME, CanvasRequest([2, 105, 30, 31], 16, 2, pins=pins), 500)
         assert [answer.tokens[at] for at in pins] == list(pins.values()) and len(answer.tokens) == 16
     finally:
         client.close()

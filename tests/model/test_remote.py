@@ -16,7 +16,7 @@ from diffill.model.chat_tokenizer import ChatTokenizer
 from diffill.model.loader import CheckpointError
 from diffill.model.remote import RemoteSession
 from diffill.model.session import Healing
-from diffill.model.vllm_server import ServerError
+from diffill.model.vllm_server import Connection, ServerError
 
 
 @pytest.fixture
@@ -112,6 +112,34 @@ def test_a_server_without_models_or_with_an_unknown_one_is_a_clear_error(tmp_pat
         stub.models = [str(tmp_path / "nowhere")]
         with pytest.raises(CheckpointError, match="the server's model"):
             runtime.load(stub.url)
+    finally:
+        stub.close()
+
+
+def test_a_served_name_is_found_through_its_root_or_the_setting(gemma_checkpoint, tmp_path):
+    """A team's server serves `/models/dg` as `dg`: the name is no folder here nor a hub id, so the tokenizer and
+    card come from the model's root (`/v1/models`); where neither can be read, from servedModelFiles; the error
+    names what was tried and the setting."""
+    stub = StubServer(models=["./dg"], roots={"./dg": str(gemma_checkpoint)})
+    try:
+        loaded = runtime.load(stub.url)
+        files = loaded.model.files
+        assert (files.folder, files.name, files.how) == (gemma_checkpoint, str(gemma_checkpoint), "its root")
+        assert loaded.model.served == "./dg"  # requests still name the model as the server serves it
+        loaded.model.close()
+        stub.roots = {"./dg": "/models/dg"}  # a folder of the server's machine
+        with pytest.raises(CheckpointError) as failed:
+            runtime.load(stub.url)
+        message = str(failed.value)
+        assert "its served name './dg'" in message and "its root '/models/dg'" in message
+        assert "set servedModelFiles" in message
+        loaded = runtime.load(stub.url, connection=Connection(stub.url, model_files=str(gemma_checkpoint)))
+        assert loaded.model.files.how == "the servedModelFiles setting"
+        assert isinstance(loaded.tokenizer, ChatTokenizer) and loaded.model.served == "./dg"
+        loaded.model.close()
+        with pytest.raises(CheckpointError, match="the servedModelFiles setting") as failed:
+            runtime.load(stub.url, connection=Connection(stub.url, model_files=str(tmp_path / "none")))
+        assert "set servedModelFiles" not in str(failed.value)
     finally:
         stub.close()
 

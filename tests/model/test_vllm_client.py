@@ -15,6 +15,7 @@ from diffill.model.vllm_server import (
     CanvasRequest,
     Connection,
     Late,
+    ServedModel,
     ServerError,
     VllmServer,
     completion_body,
@@ -70,7 +71,7 @@ def test_the_answer_keeps_what_was_pinned():
 def test_models_and_a_canvas_through_the_pool(stub):
     server = client(stub.url)
     try:
-        assert server.models() == ["tiny-dg"]
+        assert server.models() == [ServedModel("tiny-dg", "tiny-dg")]
         for _ in range(3):
             answer = server.canvas("tiny-dg", CanvasRequest([1, 2], 4, 2, pins={3: 7}), 50)
             assert answer.tokens == [5, 5, 5, 7] and answer.server_ms > 0

@@ -51,6 +51,7 @@ export interface ServerSettings {
   caFile?: string;
   tlsVerify?: boolean;
   requestTimeoutMs?: number;
+  servedModelFiles?: string;
 }
 
 function intIn(value: unknown, lo: number, hi: number): number | undefined {
@@ -113,6 +114,8 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   if (cfg.get<boolean>('tlsVerify') === false) opts.tlsVerify = false;
   const timeout = intIn(cfg.get<number | null>('requestTimeoutMs'), 100, 600000);
   if (timeout !== undefined) opts.requestTimeoutMs = timeout;
+  const servedFiles = (cfg.get<string | null>('servedModelFiles') ?? '').trim();
+  if (servedFiles) opts.servedModelFiles = servedFiles;
   return opts;
 }
 

@@ -42,15 +42,18 @@ test('configured values are passed through in the server\'s camelCase keys', () 
   assert.equal(c.toInitializationOptions(stub({ minConfidence: null })).minConfidence, undefined);
 });
 
-test('a server model: its key, CA file, TLS verification off only when asked, and its timeout', () => {
+test('a server model: its key, CA file, TLS verification off only when asked, its timeout and its files', () => {
   const opts = c.toInitializationOptions(stub({
     model: 'https://gpu.example:8000', apiKey: ' sk-1 ', caFile: '/etc/ca.pem', tlsVerify: false, requestTimeoutMs: 50,
+    servedModelFiles: ' /models/dg ',
   }));
   assert.deepEqual(opts, {
     model: 'https://gpu.example:8000', device: 'auto', steps: 4, enabled: true, languages: [...c.LANGUAGES],
-    apiKey: 'sk-1', caFile: '/etc/ca.pem', tlsVerify: false, requestTimeoutMs: 100,
+    apiKey: 'sk-1', caFile: '/etc/ca.pem', tlsVerify: false, requestTimeoutMs: 100, servedModelFiles: '/models/dg',
   });
-  const plain = c.toInitializationOptions(stub({ apiKey: null, caFile: '', tlsVerify: true, requestTimeoutMs: null }));
+  const plain = c.toInitializationOptions(stub({
+    apiKey: null, caFile: '', tlsVerify: true, requestTimeoutMs: null, servedModelFiles: null,
+  }));
   assert.deepEqual(Object.keys(plain).sort(), ['device', 'enabled', 'languages', 'model', 'steps']);
 });
 
