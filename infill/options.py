@@ -22,7 +22,8 @@ from . import tuning
 class PromptOptions:
     """What the prompt holds (infill.request)."""
 
-    max_prompt_tokens: int = 256  # the daemon's `maxPromptTokens`: the latency budget decides it (docs/benchmarks.md)
+    # The daemon's `maxPromptTokens`: the latency budget decides it (docs/benchmarks.md, "Tuned constants").
+    max_prompt_tokens: int = 256
     # Cross-file context budget (infill.context.prompt_context); 0 for models not trained with context: it shifts
     # the prompt of the others.
     context_tokens: int = 0
@@ -71,7 +72,7 @@ class CopyOptions:
     # A rest of line copied from another line that starts like this one replaces the model's answer unless the
     # model believes its own line by more than this (nats, the line end included; WHOLE_LINE_BONUS more when the
     # whole typed line matches); a copied next line is the answer outright. None: no copies. Tuned on held-out
-    # code (docs/benchmarks.md, "The embedded model").
+    # code (docs/benchmarks.md, "Tuned constants").
     copy_prior: float | None = 12.0
 
 
@@ -81,7 +82,7 @@ class NameOptions:
 
     # A name used in the file or defined elsewhere in the workspace that extends the word being typed replaces
     # the draft's own word unless the model believes its own by more than this (summed log-probability, nats).
-    # None: no known names. Tuned on held-out code (docs/benchmarks.md).
+    # None: no known names. Tuned on held-out code (docs/benchmarks.md, "Tuned constants").
     symbol_prior: float | None = 8.0
 
 

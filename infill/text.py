@@ -127,7 +127,7 @@ def detect_indent_unit(text: str, default: str = "    ") -> str:
 
     Looking at changes between consecutive indented lines rather than absolute widths makes a file whose every line
     sits at 8 spaces still read as 4-space indented when its steps are 4. Read from the file's head (and cached):
-    scanning a large file on every keystroke costs too much (docs/benchmarks.md).
+    scanning a large file on every keystroke costs too much (docs/benchmarks.md, "Tuned constants").
     """
     return _indent_unit(text[:STYLE_SAMPLE_CHARS], default)
 

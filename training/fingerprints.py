@@ -23,7 +23,7 @@ from .card import set_section
 
 FILE_NAME = "fingerprints.safetensors"
 DATA_SECTION = "## Training fingerprints"
-WINDOW_LINES = 4  # chosen by the contamination table of docs/benchmarks.md ("Held-out code")
+WINDOW_LINES = 4  # with the two below: docs/benchmarks.md, "Tuned constants"
 MIN_LINE_CHARS = 6
 SAMPLE_MOD = 8  # one window in this many is kept (the file's size against the sample's noise on a small set)
 COMMON_FILES = 8  # a window in more training files than this is boilerplate (a licence header), not code

@@ -2,7 +2,7 @@
 cursor and the texts copies come from (other open documents, the files beside it), with the model's corpus memory
 (diffill.model.corpus_memory), mixed into every model call.
 
-Tokenizing is the cost (docs/benchmarks.md), so each text is tokenized once and kept while it is the same
+Tokenizing is the cost (docs/benchmarks.md, "Tuned constants"), so each text is tokenized once and kept while it is the same
 (the files beside the document come back as the same strings while they do not change), and the indexes are
 rebuilt only when their texts change: typing along a line leaves the text above and below it as it was. A
 completion tokenizes at most MAX_NEW_CHARS of texts it has not seen (the others join at later completions), and
@@ -30,8 +30,9 @@ from .neighbours import WINDOW_AFTER, WINDOW_BEFORE, Neighbours
 log = logging.getLogger(__name__)
 
 MAX_CACHED_TOKENS = 4_000_000  # token ids kept for texts seen lately (int32: 16 MB)
-MAX_NEW_CHARS = 256_000  # characters of texts not seen before that one completion tokenizes (docs/benchmarks.md)
-# characters of a folder's files learned from, newest first: more scores no better (docs/benchmarks.md)
+# Characters of texts not seen before that one completion tokenizes; below: characters of a folder's files learned
+# from, newest first (more scores no better). Both: docs/benchmarks.md, "Tuned constants".
+MAX_NEW_CHARS = 256_000
 MAX_FOLDER_CHARS = 1_000_000
 
 

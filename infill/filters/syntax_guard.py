@@ -7,7 +7,7 @@ then token boundaries of the first line (`self.read(` -> `self.read`). A complet
 (`Candidate.whole`: `im|` -> `port`, the model unsure of what follows) with no such prefix is extended along the
 line it was cut from to the first token end where it parses again (`port sys`), when that line parses: an answer
 must leave the buffer as sound as it was, even at some cost in useful answers; shorter prefixes first win some
-back (docs/benchmarks.md). The extension is judged by the filters that judge names (postprocess passes them): what
+back (docs/benchmarks.md, "Tuned constants"). The extension is judged by the filters that judge names (postprocess passes them): what
 they would cut (`port torch` in a file that never uses torch) is not put back, and the word being typed is
 completed instead (`port`). Each try is a parse of the edited document (incremental from its tree), so tries are
 capped in number and in time (a large file parses in tens of milliseconds: past the budget, no suggestion); a

@@ -1,6 +1,6 @@
 """The copies of lines the model judges (infill.sources.line_search finds them by text): a copy wins unless the
 model believes its own line by more than `copy_prior` (infill.priors). The best copy alone is as often exactly
-right as the model's own line, and the two are right on different lines (docs/benchmarks.md).
+right as the model's own line, and the two are right on different lines (docs/benchmarks.md, "Tuned constants").
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def next_line_copy(
 ) -> Copied | None:
     """The line that follows the line above the cursor's elsewhere (in the file, in `others`) and starts with what
     is typed, or None: the copy the model scores best. The model's own line is not drafted to contest it: the
-    embedded model's own lines are seldom right there (docs/benchmarks.md)."""
+    embedded model's own lines are seldom right there (docs/benchmarks.md, "Tuned constants")."""
     found = next_line_copies(request.text, request.offset, others) if options.copy_prior is not None else []
     if not found:
         return None
@@ -67,7 +67,7 @@ def rest_of_line_copy(
     """The rest of line copied from one of the lines `found` (rest_of_line_copies; `encoded`: their copied_ids)
     that should be the answer instead of the model's own (`own`: its score against a copy's), or None: the
     file's own spelling of a call or an argument list is a better guess than one the model makes up
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md, "Tuned constants")."""
     if options.copy_prior is None:
         return None
     return _preferred(model, found, encoded, request, own, options.copy_prior, tuning.COPY_HEDGE)

@@ -23,7 +23,7 @@ from . import parallel
 
 MIN_KEY = 5  # characters of the line above that must match for next-line copies
 # characters typed on the line that must match for rest-of-line copies: shorter contexts are left to the n-gram
-# model (model.ngram), which weighs them token by token (docs/benchmarks.md)
+# model (model.ngram), which weighs them token by token (docs/benchmarks.md, "Tuned constants")
 MIN_TYPED_KEY = 8
 MAX_CANDIDATES = 4
 MAX_TYPED = 256  # characters before the cursor that may match (a minified line must not cost its length per match)
