@@ -105,7 +105,13 @@ def _eval(args: argparse.Namespace) -> int:
 def _bench_soak(args: argparse.Namespace) -> int:
     from .soak import run
 
-    report = run(requests=args.requests, seed=args.seed, steps=args.steps, cancel_rate=args.cancel_rate)
+    report = run(
+        requests=args.requests,
+        seed=args.seed,
+        steps=args.steps,
+        cancel_rate=args.cancel_rate,
+        allocations=args.allocations,
+    )
     return 0 if report.exit_code == 0 and report.documents_consistent else 1
 
 
@@ -175,9 +181,13 @@ def _bench_heldout(args: argparse.Namespace) -> int:
 def _bench_startup(args: argparse.Namespace) -> int:
     import json
 
-    from .startup import run
+    from .startup import run, run_first_answers
 
-    run(args.root, runs=args.runs, settings=json.loads(args.settings))
+    settings = json.loads(args.settings)
+    if args.first_answer:
+        run_first_answers(args.root, runs=args.runs, settings=settings)
+    else:
+        run(args.root, runs=args.runs, settings=settings)
     return 0
 
 
@@ -335,6 +345,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     bu.add_argument("--root", default=".", help="the workspace folder the editor opens")
     bu.add_argument("--runs", type=int, default=5)
     bu.add_argument("--settings", default="{}", help="initializationOptions as JSON")
+    bu.add_argument(
+        "--first-answer",
+        action="store_true",
+        help="time the first answer after initialize, and keystrokes while the workspace is indexed and after",
+    )
     bu.set_defaults(func=_bench_startup)
     bp = bench.add_parser("prompts", help="prompt tokens in the model's format, and what a keystroke re-encodes")
     bp.add_argument("--root", required=True, action="append", help="folder of source files; repeat for several")
@@ -361,10 +376,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     bh.add_argument("--model", default="", help="whose training fingerprints (default: the embedded model's)")
     bh.set_defaults(func=_bench_heldout)
     bs = bench.add_parser("soak", help="many requests with random edits and cancels: RSS, threads, fds, latency drift")
-    bs.add_argument("--requests", type=int, default=10_000)
+    bs.add_argument("--requests", type=int, default=20_000)
     bs.add_argument("--seed", type=int, default=0)
     bs.add_argument("--steps", type=int, default=4, help="denoising steps per completion")
     bs.add_argument("--cancel-rate", type=float, default=0.1, help="share of requests cancelled at once")
+    bs.add_argument(
+        "--allocations",
+        action="store_true",
+        help="trace the server's Python allocations and print the sites that grew most (slows the server)",
+    )
     bs.set_defaults(func=_bench_soak)
 
 

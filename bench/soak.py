@@ -3,7 +3,10 @@
 A daemon that lives as long as the editor must not grow, leak threads or descriptors, or slow down. This drives the
 real server over stdio as an editor would (type, request, sometimes cancel or supersede, sometimes close and reopen a
 file) and reports, from /proc: RSS after warm-up and at the end, threads and open descriptors, and the p50/p95 latency
-of the first and the last window of requests (1000, or a third of the run when shorter). The server runs with
+of the first and the last window of requests (1000, or a third of the run when shorter), with RSS and latency at
+every tenth of the run (a leak grows in every tenth) and the types of object that grew most. With `allocations`,
+the server traces its Python allocations (tracemalloc) from the first request and the sites whose live memory
+grew most are reported (the tracing slows the server: its latencies are not the daemon's). The server runs with
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -40,6 +44,9 @@ class SoakReport:
     end_counts: dict = field(default_factory=dict)
     peak_rss_kb: int = 0
     rss_series_kb: list[int] = field(default_factory=list)  # every tenth of the run: a leak grows steadily
+    latency_series_ms: list[tuple[float, float]] = field(default_factory=list)  # p50, p95 of each tenth
+    type_growth: list[tuple[str, int]] = field(default_factory=list)  # object types that grew most after warm-up
+    allocation_growth: list[dict] = field(default_factory=list)  # with `allocations`: the sites that grew most
     window: int = 0
     first_p50_ms: float = 0.0
     first_p95_ms: float = 0.0
@@ -62,9 +69,15 @@ class SoakReport:
             + " ".join(f"{kb / 1024:.0f}" for kb in self.rss_series_kb),
             f"threads {self.warm['threads']} -> {self.end['threads']}, open fds {self.warm['fds']} -> {self.end['fds']}",
             f"latency first {self.window}: p50 {self.first_p50_ms:.1f} ms, p95 {self.first_p95_ms:.1f} ms; "
-            f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms",
+            f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms; every tenth (p50/p95): "
+            + " ".join(f"{a:.0f}/{b:.0f}" for a, b in self.latency_series_ms),
             "server structures after warm-up -> end: "
             + ", ".join(f"{k} {v} -> {self.end_counts.get(k)}" for k, v in self.warm_counts.items()),
+            "object types grown after warm-up: " + (", ".join(f"{t} +{n}" for t, n in self.type_growth) or "none"),
+            *(
+                f"  grown at {a['site']}: {a['kib']:+.1f} KiB in {a['blocks']:+d} blocks"
+                for a in self.allocation_growth
+            ),
             f"documents match the client: {self.documents_consistent}; exit code {self.exit_code} "
             f"after {self.exit_seconds:.2f} s",
             json.dumps({**asdict(self), "rss_growth": round(self.rss_growth, 4)}),
@@ -114,11 +127,12 @@ def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
 
 
 def run(
-    requests: int = 10_000,
+    requests: int = 20_000,
     seed: int = 0,
     steps: int = 4,
     cancel_rate: float = 0.1,
     out: Callable[[str], None] = print,
+    allocations: bool = False,
 ) -> SoakReport:
     rng = random.Random(seed)
     client = RawClient()
@@ -134,6 +148,10 @@ def run(
         window = min(1000, max(1, requests // 3))
         report.window = window
         latencies: list[float] = []
+        tenth = max(1, requests // 10)
+        warm_types: Counter[str] = Counter()
+        if allocations:
+            client.result("diffill/debugAllocations", {"start": True})
         started = time.perf_counter()
         for i in range(requests):
             doc = rng.choice(docs)
@@ -161,16 +179,23 @@ def run(
             if i + 1 == window:
                 report.warm = proc_figures(client.pid)
                 report.warm_counts = client.result("diffill/debugCounts")
+                warm_types = Counter(client.result("diffill/debugTypes"))
             if i % 100 == 0:
                 report.peak_rss_kb = max(report.peak_rss_kb, proc_figures(client.pid)["rss_kb"])
-            if (i + 1) % max(1, requests // 10) == 0:
+            if (i + 1) % tenth == 0:
                 report.rss_series_kb.append(proc_figures(client.pid)["rss_kb"])
+                report.latency_series_ms.append((_pct(latencies[-tenth:], 0.5), _pct(latencies[-tenth:], 0.95)))
         report.seconds = time.perf_counter() - started
         deadline = time.monotonic() + 10
         while client.status()["in_flight"] and time.monotonic() < deadline:
             time.sleep(0.05)
         report.end = proc_figures(client.pid)
         report.end_counts = client.result("diffill/debugCounts")
+        grown = Counter(client.result("diffill/debugTypes"))
+        grown.subtract(warm_types)
+        report.type_growth = [(t, n) for t, n in grown.most_common(8) if n > 0]
+        if allocations:
+            report.allocation_growth = client.result("diffill/debugAllocations", {"limit": 12}, timeout=120)
         report.peak_rss_kb = max(report.peak_rss_kb, report.end["rss_kb"])
         report.first_p50_ms, report.first_p95_ms = _pct(latencies[:window], 0.5), _pct(latencies[:window], 0.95)
         report.last_p50_ms, report.last_p95_ms = _pct(latencies[-window:], 0.5), _pct(latencies[-window:], 0.95)

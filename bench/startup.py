@@ -60,3 +60,115 @@ def run(root: str, runs: int = 5, settings: dict[str, Any] | None = None, out: C
         f"{statistics.median(shown):.0f} ms, ready {statistics.median(readies):.0f} ms"
     )
     return {"initialize_ms": inits, "loading_shown_ms": shown, "ready_ms": readies}
+
+
+# ---------------------------------------------------------------- the first answers in a big workspace
+
+KEYSTROKE_GAP_S = 0.05  # a fast typist
+TYPED_LINES = 4  # lines typed back after the first answer, a keystroke and a request each
+FIRST_ANSWER_S = 60  # a launch with no answer by then reports none
+
+
+def _typing_document(root: str) -> tuple[str, str, str]:
+    """(uri, the text opened, the text then typed): a Python file of the root with lines to type, opened as a new
+    unsaved file beside it (the user starts a module), cut a third of the way down after a line's first word."""
+    for path in sorted(Path(root).rglob("*.py")):
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        cut = len(lines) // 3
+        block = lines[cut : cut + TYPED_LINES]
+        head = len(block[0]) - len(block[0].lstrip()) + 4 if block else 0
+        typed = "\n".join(block)[head:]
+        if len(lines) >= 30 and len(block[0].strip()) > 8 and len(typed) > 40 and max(map(len, block)) < 120:
+            uri = (path.parent / f"diffill_startup_probe_{path.stem}.py").resolve().as_uri()
+            return uri, "\n".join(lines[:cut]) + "\n" + block[0][:head], typed
+    raise RuntimeError(f"no Python file to type in under {root}")
+
+
+def _position(text: str) -> dict:
+    return {"line": text.count("\n"), "character": len(text) - (text.rfind("\n") + 1)}
+
+
+def _keystroke(client: RawClient, uri: str, text: str, ch: str, version: int) -> float:
+    """Types `ch` at the end of `text` and asks for the inline completion there: the request's milliseconds."""
+    at = _position(text)
+    change = {"range": {"start": at, "end": at}, "text": ch}
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})  # fmt: skip
+    t0 = time.perf_counter()
+    client.result("textDocument/inlineCompletion", {"textDocument": {"uri": uri}, "position": _position(text + ch), "context": {"triggerKind": 2}})  # fmt: skip
+    return (time.perf_counter() - t0) * 1e3
+
+
+def first_answers(root: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """One launch with `root` as the workspace: the ms from the `initialize` answer to the first non-empty
+    completion (a request every KEYSTROKE_GAP_S from then on), then the keystrokes' latencies while the workspace
+    index is being built and after it is."""
+    client = RawClient(env={"DIFFILL_TEST_HOOKS": "0"})
+    try:
+        client.initialize(settings, str(Path(root).resolve()))
+        initialized = time.perf_counter()
+        uri, text, typed = _typing_document(root)
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})  # fmt: skip
+        first_ms = None
+        while first_ms is None and time.perf_counter() - initialized < FIRST_ANSWER_S:
+            params = {"textDocument": {"uri": uri}, "position": _position(text), "context": {"triggerKind": 2}}
+            answer = client.result("textDocument/inlineCompletion", params, timeout=TIMEOUT_S)
+            if (answer or {}).get("items"):
+                first_ms = (time.perf_counter() - initialized) * 1e3
+            else:
+                time.sleep(KEYSTROKE_GAP_S)
+        during: list[float] = []
+        after: list[float] = []
+        version, done = 1, 0
+        while done < 2 * len(typed) and time.perf_counter() - initialized < TIMEOUT_S:
+            indexing = client.status()["workspace"]["indexing"]
+            if not indexing and not during and done == 0:
+                break  # the index was built before the first answer: nothing to compare
+            ch = typed[done % len(typed)]
+            version += 1
+            ms = _keystroke(client, uri, text, ch, version)
+            text += ch
+            (during if indexing else after).append(ms)
+            done += 1
+            if not indexing and len(after) >= len(typed):
+                break
+            time.sleep(KEYSTROKE_GAP_S)
+        status = client.status()
+        client.shutdown()
+    finally:
+        client.close()
+    return {"first_answer_ms": first_ms, "during": during, "after": after, "files": status["workspace"]["files"]}
+
+
+def _p95(values: list[float]) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * 0.95))] if s else 0.0
+
+
+def run_first_answers(
+    root: str, runs: int = 3, settings: dict[str, Any] | None = None, out: Callable[[str], None] = print
+) -> dict:
+    """`runs` launches: the first answer after `initialize`, and keystroke latency while the index builds and after."""
+    firsts, during, after = [], [], []
+    for i in range(runs):
+        got = first_answers(root, settings or {})
+        firsts.append(got["first_answer_ms"])
+        during += got["during"]
+        after += got["after"]
+        shown = "never" if got["first_answer_ms"] is None else f"{got['first_answer_ms']:.0f} ms"
+        out(
+            f"launch {i + 1}: first answer {shown} after initialize; {len(got['during'])} keystrokes while indexing "
+            f"(p95 {_p95(got['during']):.0f} ms), {len(got['after'])} after (p95 {_p95(got['after']):.0f} ms); "
+            f"{got['files']} files indexed"
+        )
+    answered = [f for f in firsts if f is not None]
+    ratio = _p95(during) / _p95(after) if during and after else None
+    out(
+        f"median first answer {statistics.median(answered):.0f} ms after initialize; keystroke p95 while indexing "
+        f"{_p95(during):.0f} ms, after {_p95(after):.0f} ms" + (f" (ratio {ratio:.2f})" if ratio else "")
+        if answered
+        else "no answer"
+    )
+    return {"first_answer_ms": firsts, "during_p95_ms": _p95(during), "after_p95_ms": _p95(after), "ratio": ratio}

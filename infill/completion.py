@@ -13,3 +13,8 @@ class Completion:
     text: str
     kind: str
     source: str = "model"  # "model", or "copy" / "next line" for a line copied from the code around
+
+
+def edit_key(key: str | None) -> str:
+    """The prompt cache's key of a document's inline edits (a rename's canvas), kept beside its completions'."""
+    return f"{key or ''}#edit"

@@ -22,7 +22,7 @@ from diffill.model.session import Speculation, prompter_for
 from diffill.model.tokenizer import CodeTokenizer
 
 from . import call_sites, edits, plans, tuning
-from .completion import Completion
+from .completion import Completion, edit_key
 from .context.folder import FolderFiles
 from .context.neighbours import Neighbours, neighbours_of
 from .context.ngram_evidence import NgramEvidence
@@ -260,7 +260,7 @@ class CompletionEngine:
         else:
             prompt, _ = prompt_ids(text, offset, region.end, self.vocabulary, o.prompt, language=doc.language)
             end = self.vocabulary.format.end_id
-            with self.prompter.session(f"{key or ''}#edit", prompt, cancel=cancel) as model:
+            with self.prompter.session(edit_key(key), prompt, cancel=cancel) as model:
                 score_new = model.slot_scores(ids_new + [end], slots_new, tuning.SEED)
                 score_old = model.slot_scores(ids_old + [end], slots_old, tuning.SEED)
             prior = tuning.RENAME_PRIOR

@@ -6,8 +6,21 @@ a token whose flag the sampler checks between denoising steps.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+
+BACKGROUND_NICE = 10  # what background work (the workspace index) adds to its thread's niceness
+
+
+def lower_priority() -> None:
+    """Lowers the calling thread's scheduling priority, where the system has per-thread niceness (Linux): background
+    work then takes the cores the completions leave."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE))
+    except (AttributeError, OSError):  # no per-thread priorities here, or not allowed
+        pass
 
 
 class CancelToken:

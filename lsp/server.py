@@ -204,6 +204,7 @@ def on_status(ls: DiffillServer, params: Any = None) -> dict[str, Any]:
         "workspace": {
             "files": s.workspace_index.file_count() if s.workspace_index else 0,
             "definitions": s.workspace_index.chunk_count() if s.workspace_index else 0,
+            "indexing": s.workspace_index.scanning if s.workspace_index else False,
             "context": s.context_enabled,
         },
     }
@@ -246,6 +247,7 @@ def end_now(code: int) -> None:
 
 
 if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered in normal use
+    _TRACED: dict[str, Any] = {}  # the allocation snapshot tracing started with (diffill/debugAllocations)
 
     @server.feature("diffill/documentText")
     def on_document_text(ls: DiffillServer, params: Any = None) -> dict[str, Any] | None:
@@ -274,3 +276,32 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
             "prompt_cache_tokens": sum(len(ids) for ids, _ in cache.values()),
             "threads": threading.active_count(),
         }
+
+    @server.feature("diffill/debugTypes")
+    def on_debug_types(ls: DiffillServer, params: Any = None) -> dict[str, int]:
+        """How many objects of each type the collector tracks (a structure that grows shows as its items' type)."""
+        import gc
+        from collections import Counter
+
+        return dict(Counter(type(o).__qualname__ for o in gc.get_objects()))
+
+    @server.feature("diffill/debugAllocations")
+    def on_debug_allocations(ls: DiffillServer, params: Any = None) -> list[dict[str, Any]]:
+        """`{"start": true}` begins tracing Python allocations (tracemalloc) from here; then the allocation sites whose
+        live memory grew most since that start: [{site, kib, blocks}] (`limit`, 12 by default)."""
+        import tracemalloc
+
+        def given(name: str, default: Any) -> Any:
+            value = params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+            return default if value is None else value
+
+        if given("start", False):
+            tracemalloc.start(int(given("frames", 1)))
+            _TRACED["since"] = tracemalloc.take_snapshot()
+            return []
+        since = _TRACED.get("since")
+        if since is None or not tracemalloc.is_tracing():
+            return []
+        grown = tracemalloc.take_snapshot().compare_to(since, "lineno")
+        top = sorted(grown, key=lambda d: d.size_diff, reverse=True)[: int(given("limit", 12))]
+        return [{"site": str(d.traceback), "kib": round(d.size_diff / 1024, 1), "blocks": d.count_diff} for d in top]

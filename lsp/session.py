@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from diffill.infill.completion import Completion
+from diffill.infill.completion import Completion, edit_key
 from diffill.infill.context.recent_edits import RecentEdits
 from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.cost import Cost
@@ -32,7 +32,7 @@ from .cache import TypedAheadCache
 from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state, release_freed_memory
 from .failover import Failover
 from .loading import Client, ModelLoader
-from .scheduler import Scheduler
+from .scheduler import Scheduler, lower_priority
 from .settings import Settings, SettingsError, engine_options, parse_settings
 
 if TYPE_CHECKING:  # (imported where used: the engine pulls in torch, which loads after `initialize`)
@@ -139,10 +139,11 @@ class Session:
         roots = [r for r in roots if r and os.path.isdir(r)]
         if not roots:
             return
-        index = WorkspaceIndex(roots)
+        index = WorkspaceIndex(roots, yield_to=lambda: self.scheduler.in_flight() > 0)
         self.workspace_index = index
 
         def run() -> None:
+            lower_priority()
             if self.engine is None:  # the model first: the first answers need it, not the index
                 self.loader.settled.wait(timeout=60)
             try:
@@ -204,7 +205,8 @@ class Session:
         closed = self.docs.pop(uri, None)
         self.cache.forget(uri)
         if self.engine is not None:
-            self.engine.prompter.forget(uri)  # the model thread only reads entries by key
+            for key in (uri, edit_key(uri)):  # the model thread only reads entries by key
+                self.engine.prompter.forget(key)
         if closed is not None and len(closed.doc.source) >= BIG_DOCUMENT_BYTES:
             release_freed_memory()
 

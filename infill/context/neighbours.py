@@ -23,7 +23,7 @@ class Neighbours:
     """The other open documents, and the files of the document's folder on disk (its own saved copy included: one
     n-gram index of a folder serves all its files, each left out of its own matches)."""
 
-    opened: list[str]
+    opened: list[tuple[str, str]]  # (resolved path, the editor's text)
     folder: list[tuple[Path, str]]  # resolved paths
     here: Path | None  # the document's resolved path
     opened_paths: frozenset[str]
@@ -31,7 +31,8 @@ class Neighbours:
     def texts(self) -> list[str]:
         """What copies come from: the open documents, then the folder's files neither open nor this one (whose
         saved copy may hold what is being typed)."""
-        return self.opened + [t for p, t in self.folder if p != self.here and str(p) not in self.opened_paths]
+        opened = [t for _, t in self.opened]
+        return opened + [t for p, t in self.folder if p != self.here and str(p) not in self.opened_paths]
 
 
 def neighbours_of(
@@ -49,11 +50,11 @@ def neighbours_of(
         except Exception:  # a source of extra context must never cost the completion
             log.exception("open documents for copies")
     here = Path(path).resolve() if path else None
-    texts = [t for p, t in opened.items() if p != str(here) and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
+    others = [(p, t) for p, t in opened.items() if p != str(here) and len(t) <= MAX_FILE_BYTES][-MAX_OPEN_SOURCES:]
     folder_files = []
     if path:
         # the folder's files are plain files (no links): resolved, they are the resolved folder plus a name
         parent = Path(path).parent.resolve()
         if read_roots is None or any(parent == r or parent.is_relative_to(r) for r in read_roots):
             folder_files = [(parent / p.name, t) for p, t in folder.texts(path, include_self=True)]
-    return Neighbours(texts, folder_files, here, frozenset(opened))
+    return Neighbours(others, folder_files, here, frozenset(opened))

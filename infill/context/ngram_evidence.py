@@ -45,29 +45,42 @@ class NgramEvidence:
         self.vocab_size = vocab_size
         self._lock = threading.Lock()
         self._warming = 0  # warm-ups running (on the server's warm-up thread)
-        self._tokens: OrderedDict[str, np.ndarray] = OrderedDict()
+        # (kind, path) -> (its text when tokenized, the ids): an open document's or a file's latest text only, so what
+        # is kept is bounded by what is open and on disk, not by every version ever typed
+        self._tokens: OrderedDict[tuple[str, str], tuple[str, np.ndarray]] = OrderedDict()
         self._held = 0
         self._opened: tuple[tuple[int, ...], TokenIndex] | None = None
         self._folder: tuple[tuple, TokenIndex] | None = None
         self._document: tuple[tuple[str, str], TokenIndex] | None = None
 
-    def _ids(self, text: str) -> np.ndarray:
-        """The text's token ids, tokenized once while it stays among the texts seen lately (the lock guards the
-        cache, not the tokenizing: a warm-up on another thread never holds a completion up)."""
+    def _known(self, key: tuple[str, str], text: str) -> np.ndarray | None:
+        """The ids kept for `key` when they are this very text's (the caller holds the lock)."""
+        kept = self._tokens.get(key)
+        return kept[1] if kept is not None and kept[0] == text else None
+
+    def _ids(self, key: tuple[str, str], text: str) -> np.ndarray:
+        """The token ids of `text`, the latest text of `key` (("open", path): an open document; ("file", path): a
+        file on disk), tokenized once while it stays that key's text and among those seen lately (the lock guards
+        the cache, not the tokenizing: a warm-up on another thread never holds a completion up)."""
         with self._lock:
-            ids = self._tokens.get(text)
+            ids = self._known(key, text)
             if ids is not None:
-                self._tokens.move_to_end(text)
+                self._tokens.move_to_end(key)
                 return ids
         ids = np.asarray(self.encode(text), dtype=np.int32)
         with self._lock:
-            if text not in self._tokens:
-                self._tokens[text] = ids
-                self._held += len(ids)
+            self._forget(key)
+            self._tokens[key] = (text, ids)
+            self._held += len(ids)
             while self._held > MAX_CACHED_TOKENS and len(self._tokens) > 1:
-                _, dropped = self._tokens.popitem(last=False)
-                self._held -= len(dropped)
+                self._forget(next(iter(self._tokens)))
         return ids
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        """Drops what is kept for `key` (the caller holds the lock)."""
+        kept = self._tokens.pop(key, None)
+        if kept is not None:
+            self._held -= len(kept[1])
 
     def _document_index(self, text: str, offset: int) -> TokenIndex:
         """The document's lines above and below the cursor's (its own line is the prompt's tail). Those beyond a
@@ -79,27 +92,27 @@ class NgramEvidence:
             self._document = key, TokenIndex([self.encode(part) for part in key], self.vocab_size)
         return self._document[1]
 
-    def warm(self, opened: Sequence[str], folder: Sequence[tuple[Path, str]]) -> None:
+    def warm(self, opened: Sequence[tuple[str, str]], folder: Sequence[tuple[Path, str]]) -> None:
         """Tokenize and index the texts now (a document just opened: the files beside it), so that its first
         completion finds them ready."""
         with self._lock:
             self._warming += 1
         try:
             folder = _within(folder, MAX_FOLDER_CHARS)
-            for text in [*opened, *(t for _, t in folder)]:
-                self._ids(text)
+            for key, text in [*_keyed("open", opened), *_keyed("file", folder)]:
+                self._ids(key, text)
             self._opened_index(opened)
             self._folder_index(folder, None)
         finally:
             with self._lock:
                 self._warming -= 1
 
-    def _ready(self, texts: Sequence[str]) -> list[int]:
-        """Which of `texts` are tokenized, or fit this completion's budget of new text."""
+    def _ready(self, items: Sequence[tuple[tuple[str, str], str]]) -> list[int]:
+        """Which of the (key, text) `items` are tokenized, or fit this completion's budget of new text."""
         budget, ready = MAX_NEW_CHARS, []
         with self._lock:
-            known = [text in self._tokens for text in texts]
-        for i, text in enumerate(texts):
+            known = [self._known(key, text) is not None for key, text in items]
+        for i, (_, text) in enumerate(items):
             if not known[i]:
                 if len(text) > budget:
                     continue
@@ -107,11 +120,18 @@ class NgramEvidence:
             ready.append(i)
         return ready
 
-    def _opened_index(self, opened: Sequence[str]) -> TokenIndex:
-        texts = [opened[i] for i in self._ready(opened)]
-        key = tuple(hash(t) for t in texts)
+    def _opened_index(self, opened: Sequence[tuple[str, str]]) -> TokenIndex:
+        """The other open documents' index; what was kept of documents no longer among them goes (a document that
+        is the edited one again, or closed, is tokenized anew when it comes back)."""
+        items = _keyed("open", opened)
+        live = {key for key, _ in items}
+        with self._lock:
+            for key in [k for k in self._tokens if k[0] == "open" and k not in live]:
+                self._forget(key)
+        items = [items[i] for i in self._ready(items)]
+        key = tuple((k, hash(t)) for k, t in items)
         if self._opened is None or self._opened[0] != key:
-            self._opened = key, TokenIndex([self._ids(t) for t in texts], self.vocab_size)
+            self._opened = key, TokenIndex([self._ids(k, t) for k, t in items], self.vocab_size)
         return self._opened[1]
 
     def _folder_index(
@@ -121,13 +141,13 @@ class NgramEvidence:
         stays the same while the user moves between the files of the folder. With `build` False (a warm-up is
         building it), the index only when it is built for these very files, else None."""
         folder = _within(folder, MAX_FOLDER_CHARS)
-        items = [folder[i] for i in self._ready([t for _, t in folder])] if build else folder
+        items = [folder[i] for i in self._ready(_keyed("file", folder))] if build else folder
         key = tuple((p, hash(t)) for p, t in items)
         built = self._folder
         if built is None or built[0] != key:
             if not build:
                 return None
-            built = key, TokenIndex([self._ids(t) for _, t in items], self.vocab_size)
+            built = key, TokenIndex([self._ids(("file", str(p)), t) for p, t in items], self.vocab_size)
             self._folder = built
         paths = [p for p, _ in items]
         return built[1].excluding(paths.index(here)) if here in paths else built[1]
@@ -136,12 +156,12 @@ class NgramEvidence:
         self,
         text: str,
         offset: int,
-        opened: Sequence[str],
+        opened: Sequence[tuple[str, str]],
         folder: Sequence[tuple[Path, str]],
         here: Path | None,
     ) -> list[TokenIndex]:
         """The indexes a completion at `offset` of `text` (saved at `here`, one of the `folder`'s files) learns
-        from; `opened`: the other open documents."""
+        from; `opened`: the other open documents, (path, text) each."""
         indexes = [self._document_index(text, offset)]
         if opened:
             indexes.append(self._opened_index(opened))
@@ -178,6 +198,11 @@ class NgramEvidence:
         return NgramMixer(
             indexes, prompt, weight, tuning.NGRAM_PER_ORDER, memory, memory_weight, tuning.MEMORY_PER_ORDER
         )
+
+
+def _keyed(kind: str, pairs: Sequence[tuple[Path | str, str]]) -> list[tuple[tuple[str, str], str]]:
+    """((kind, path), text) of (path, text) pairs: the token cache's keys."""
+    return [((kind, str(p)), t) for p, t in pairs]
 
 
 def _within(folder: Sequence[tuple[Path, str]], chars: int) -> list[tuple[Path, str]]:

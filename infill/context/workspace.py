@@ -1,5 +1,8 @@
 """Workspace index: definition chunks of every supported file under the workspace roots, kept fresh by watchdog.
 
+Completions first: the index reads and parses a file only while no completion is waiting or running (`yield_to`),
+so a big workspace being indexed costs the first answers nothing but the file in hand.
+
 Safety and bounds: files are read only inside the roots (resolved paths, symlinks pointing out are skipped),
 .gitignore'd, binary and large files are skipped, the file and chunk counts are capped, and file events are
 debounced into one batch (a storm of events costs one pending-path set, itself capped: past the cap a
@@ -16,6 +19,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +45,7 @@ ALWAYS_IGNORED = {
     ".mypy_cache",
 }
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+YIELD_POLL_S = 0.005  # how often a yielding index looks again whether the completions are done
 
 
 def identifiers(text: str) -> list[str]:
@@ -63,10 +68,13 @@ class WorkspaceIndex:
         max_chunks: int = 100_000,
         max_pending: int = 2000,
         debounce_s: float = 0.3,
+        yield_to: Callable[[], bool] | None = None,
     ):
         self.roots = [Path(r).resolve() for r in roots if Path(r).is_dir()]
         self.max_files, self.max_file_bytes, self.max_chunks = max_files, max_file_bytes, max_chunks
         self.max_pending, self.debounce_s = max_pending, debounce_s
+        self.yield_to = yield_to  # true while completions wait or run: the index does nothing meanwhile
+        self.scanning = False  # the initial scan (or a rescan) is under way
         self._lock = threading.Lock()
         self._chunks: dict[str, list[Chunk]] = {}
         self._postings: dict[str, set[str]] = defaultdict(set)  # term -> paths
@@ -127,7 +135,18 @@ class WorkspaceIndex:
         return data.decode("utf-8", errors="replace")
 
     # ----- updates -----
+    def _wait_for_completions(self) -> None:
+        while self.yield_to is not None and self.yield_to():
+            time.sleep(YIELD_POLL_S)
+
     def scan(self) -> None:
+        self.scanning = True
+        try:
+            self._scan()
+        finally:
+            self.scanning = False
+
+    def _scan(self) -> None:
         count = 0
         for root in self.roots:
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -138,6 +157,7 @@ class WorkspaceIndex:
                         return
                     p = Path(dirpath) / name
                     if self.wanted(p):
+                        self._wait_for_completions()
                         self.update(p)
                         count += 1
 
@@ -286,6 +306,7 @@ class WorkspaceIndex:
             self.scan()
             return
         for p in sorted(pending):
+            self._wait_for_completions()
             path = Path(p)
             if path.name == ".gitignore":
                 self._ignores.clear()

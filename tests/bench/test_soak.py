@@ -24,3 +24,17 @@ def test_short_soak():
         assert end[key] <= max(counts[key], 8), (key, counts[key], end[key])
     assert end["gc_objects"] < counts["gc_objects"] * 1.05 + 2000, (counts["gc_objects"], end["gc_objects"])
     assert report.exit_code == 0
+    assert len(report.latency_series_ms) == len(report.rss_series_kb) == 10
+    assert all(0 < p50 <= p95 for p50, p95 in report.latency_series_ms)
+    assert report.allocation_growth == []  # not traced unless asked
+    assert any(line.startswith("object types grown after warm-up: ") for line in lines)
+
+
+def test_a_traced_soak_names_the_sites_that_grew():
+    """`--allocations`: the server traces its allocations from the first request; the report lists the sites whose
+    live memory grew most, each a file and line of the server's code or its libraries."""
+    lines: list[str] = []
+    report = run(requests=40, seed=1, steps=1, out=lines.append, allocations=True)
+    assert report.errors == 0 and report.allocation_growth
+    assert all(":" in a["site"] and a["kib"] > 0 for a in report.allocation_growth[:3]), report.allocation_growth
+    assert sum(line.startswith("  grown at ") for line in lines) == len(report.allocation_growth)

@@ -49,31 +49,45 @@ def test_typing_along_a_line_keeps_the_document_index_and_other_texts_are_tokeni
     sources = NgramEvidence(encode, vocab_size=64)
     other = "def compute_total(x):\n"
     text = "above\nty\nbelow\n"
-    first = sources.indexes(text, text.index("ty") + 2, [other], [], None)
+    first = sources.indexes(text, text.index("ty") + 2, [("/o.py", other)], [], None)
     typed = text.replace("ty", "typ")
-    second = sources.indexes(typed, typed.index("typ") + 3, [other], [], None)
+    second = sources.indexes(typed, typed.index("typ") + 3, [("/o.py", other)], [], None)
     assert second[0] is first[0] and second[1] is first[1]
     assert encode.calls.count(other) == 1
     changed = "changed\n" + typed
-    third = sources.indexes(changed, changed.index("typ") + 3, [other, "more\n"], [], None)
+    third = sources.indexes(changed, changed.index("typ") + 3, [("/o.py", other), ("/m.py", "more\n")], [], None)
     assert third[0] is not first[0] and third[1] is not first[1]
     assert encode.calls.count(other) == 1  # still cached: only the new text was tokenized
     assert encode.calls[-1] == "more\n"
 
 
-def test_tokens_of_texts_seen_long_ago_are_dropped(monkeypatch):
+def test_tokens_of_files_seen_long_ago_are_dropped(monkeypatch):
     monkeypatch.setattr(ngram_evidence, "MAX_CACHED_TOKENS", 10)
     encode = CountingEncoder()
     sources = NgramEvidence(encode, vocab_size=64)
-    for text in ["aaaaaa", "bbbbbb", "aaaaaa"]:
-        sources.indexes("x\n", 0, [text], [], None)
+    for path, text in [("/a.py", "aaaaaa"), ("/b.py", "bbbbbb"), ("/a.py", "aaaaaa")]:
+        sources.indexes("x\n", 0, [], [(Path(path), text)], None)
     assert encode.calls.count("aaaaaa") == 2  # evicted by "bbbbbb" (12 tokens > 10), then tokenized again
-    assert list(sources._tokens) == ["aaaaaa"]  # and "bbbbbb" made way for it
+    assert list(sources._tokens) == [("file", "/a.py")]  # and "bbbbbb" made way for it
+
+
+def test_only_the_latest_text_of_each_open_document_is_kept():
+    """Typing in another open document does not pile up its versions, and a document no longer among the other
+    open ones (closed, or the edited one now) is dropped: what is kept is bounded by what is open."""
+    encode = CountingEncoder()
+    sources = NgramEvidence(encode, vocab_size=64)
+    for n in range(1, 30):
+        sources.indexes("x\n", 0, [("/o.py", "ab" * n), ("/p.py", "cd")], [], None)
+    assert sorted(sources._tokens) == [("open", "/o.py"), ("open", "/p.py")]
+    assert sources._tokens[("open", "/o.py")][0] == "ab" * 29 and encode.calls.count("cd") == 1
+    assert sources._held == 2 * 29 + 2
+    sources.indexes("x\n", 0, [("/p.py", "cd")], [], None)
+    assert sorted(sources._tokens) == [("open", "/p.py")] and sources._held == 2
 
 
 def test_the_mixer_prefers_what_the_other_texts_spell():
     sources = NgramEvidence(_ids, vocab_size=64)
-    indexes = sources.indexes("q\n", 2, ["print(compute_total)"], [], None)
+    indexes = sources.indexes("q\n", 2, [("/o.py", "print(compute_total)")], [], None)
     mixer = NgramMixer(indexes, _ids("compute_t"), 0.5, 0.1)
     logp = torch.full((64,), -torch.log(torch.tensor(64.0)))
     assert int(mixer.mix([], logp).argmax()) == _ids("o")[0]

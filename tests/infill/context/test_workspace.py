@@ -50,6 +50,23 @@ def test_scan_reads_only_wanted_files_inside_the_root(ws):
     assert names(index) == ["HeaderError", "parse_header", "renderPage"]
 
 
+def test_the_scan_reads_nothing_while_completions_wait_and_goes_on_after(ws):
+    """Completions first: while `yield_to` says a completion waits or runs, the scan reads no file; it says it is
+    scanning meanwhile, and finishes once the completions are done."""
+    import threading
+
+    busy = threading.Event()
+    busy.set()
+    index = WorkspaceIndex([ws], yield_to=busy.is_set)
+    scan = threading.Thread(target=index.scan)
+    scan.start()
+    time.sleep(0.3)
+    assert index.scanning and index.file_count() == 0
+    busy.clear()
+    scan.join(timeout=10)
+    assert not index.scanning and names(index) == ["HeaderError", "parse_header", "renderPage"]
+
+
 def test_search_ranks_by_identifier_overlap_and_prefix(ws):
     index = WorkspaceIndex([ws])
     index.scan()
