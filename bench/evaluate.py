@@ -199,6 +199,7 @@ def run(
         # With `siblings`, the engine sees the case's path as an editor would give it: rest-of-line copies may then
         # come from the files beside it (never from the file itself: its copy on disk holds the truth).
         spent = Cost()
+        doc.focus(case.offset)
         comp = engine.answer(doc, case.offset, path=case.path if siblings else None, cost=spent, start=t0)
         latencies.append((time.perf_counter() - t0) * 1e3)
         costs[case.kind].append(spent)

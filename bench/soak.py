@@ -45,6 +45,7 @@ class SoakReport:
     peak_rss_kb: int = 0
     rss_series_kb: list[int] = field(default_factory=list)  # every tenth of the run: a leak grows steadily
     latency_series_ms: list[tuple[float, float]] = field(default_factory=list)  # p50, p95 of each tenth
+    stage_series_ms: list[dict[str, float]] = field(default_factory=list)  # each tenth's mean ms an answer by stage
     type_growth: list[tuple[str, int]] = field(default_factory=list)  # object types that grew most after warm-up
     allocation_growth: list[dict] = field(default_factory=list)  # with `allocations`: the sites that grew most
     window: int = 0
@@ -73,6 +74,7 @@ class SoakReport:
             + " ".join(f"{a:.0f}/{b:.0f}" for a, b in self.latency_series_ms),
             "server structures after warm-up -> end: "
             + ", ".join(f"{k} {v} -> {self.end_counts.get(k)}" for k, v in self.warm_counts.items()),
+            "an answer's ms by stage, first tenth -> last: " + self._stages(),
             "object types grown after warm-up: " + (", ".join(f"{t} +{n}" for t, n in self.type_growth) or "none"),
             *(
                 f"  grown at {a['site']}: {a['kib']:+.1f} KiB in {a['blocks']:+d} blocks"
@@ -82,6 +84,18 @@ class SoakReport:
             f"after {self.exit_seconds:.2f} s",
             json.dumps({**asdict(self), "rss_growth": round(self.rss_growth, 4)}),
         ]
+
+    def _stages(self) -> str:
+        if not self.stage_series_ms:
+            return "none"
+        first, last = self.stage_series_ms[0], self.stage_series_ms[-1]
+        return ", ".join(f"{k} {first.get(k, 0):.1f} -> {last.get(k, 0):.1f}" for k in sorted(set(first) | set(last)))
+
+
+def _stage_totals(status: dict) -> tuple[int, dict[str, float]]:
+    """(answers traced, ms spent by stage) so far, from diffill/status."""
+    cost = status.get("cost") or {}
+    return cost.get("answers", 0), dict(cost.get("ms") or {})
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -95,8 +109,14 @@ def _position(text: str, offset: int) -> dict:
 
 
 class _Doc:
-    def __init__(self, uri: str, text: str) -> None:
-        self.uri, self.text, self.cursor, self.typed, self.snippet = uri, text, len(text), 0, text
+    """A document typed in from its snippet up to MAX_DOC_CHARS, then started over. Each starts at a random point of
+    that cycle, so that the documents' sizes are the same early in the run and late: what grows is the daemon."""
+
+    def __init__(self, uri: str, snippet: str, rng: random.Random) -> None:
+        self.uri, self.snippet = uri, snippet
+        self.typed = rng.randrange(MAX_DOC_CHARS - len(snippet))
+        self.text = snippet + (TYPED * (self.typed // len(TYPED) + 1))[: self.typed]
+        self.cursor = len(self.text)
 
 
 def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
@@ -142,7 +162,7 @@ def run(
         status = client.wait_ready(120)
         if not status["ready"]:
             raise RuntimeError(f"model did not load: {status}")
-        docs = [_Doc(f"file:///soak/doc{i}.py", SNIPPETS[i % len(SNIPPETS)]) for i in range(4)]
+        docs = [_Doc(f"file:///soak/doc{i}.py", SNIPPETS[i % len(SNIPPETS)], rng) for i in range(4)]
         for d in docs:
             client.notify("textDocument/didOpen", {"textDocument": {"uri": d.uri, "languageId": "python", "version": 1, "text": d.text}})  # fmt: skip
         window = min(1000, max(1, requests // 3))
@@ -150,6 +170,7 @@ def run(
         latencies: list[float] = []
         tenth = max(1, requests // 10)
         warm_types: Counter[str] = Counter()
+        totals = _stage_totals(client.status())
         if allocations:
             client.result("diffill/debugAllocations", {"start": True})
         started = time.perf_counter()
@@ -185,6 +206,12 @@ def run(
             if (i + 1) % tenth == 0:
                 report.rss_series_kb.append(proc_figures(client.pid)["rss_kb"])
                 report.latency_series_ms.append((_pct(latencies[-tenth:], 0.5), _pct(latencies[-tenth:], 0.95)))
+                now = _stage_totals(client.status())
+                answers = max(1, now[0] - totals[0])
+                report.stage_series_ms.append(
+                    {k: round((v - totals[1].get(k, 0.0)) / answers, 2) for k, v in now[1].items()}
+                )
+                totals = now
         report.seconds = time.perf_counter() - started
         deadline = time.monotonic() + 10
         while client.status()["in_flight"] and time.monotonic() < deadline:

@@ -11,6 +11,7 @@ import bisect
 import logging
 import re
 import time
+from array import array
 
 import numpy as np
 import tree_sitter
@@ -20,6 +21,7 @@ from diffill.infill.parse_feed import parse_chunks
 from diffill.infill.text import EOL_RE, unit_len, utf8
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_LONE_CR = re.compile(rb"\r(?!\n)")
 log = logging.getLogger(__name__)
 
 # tree-sitter can take seconds on pathological input (a string literal of megabytes, to parse and again to reparse
@@ -28,6 +30,19 @@ log = logging.getLogger(__name__)
 BUDGETED_PARSE_BYTES = 256 * 1024
 PARSE_BUDGET_S = 0.5
 READ_CHUNK = 65_536  # bytes handed to tree-sitter per read of a budgeted parse
+# A document this large has a tree of a window around where the user works, not of the whole text: tree-sitter
+# re-parses a whole document at each edit in time that grows with it (tens of milliseconds for a few megabytes),
+# a window in the time of a small file (docs/benchmarks.md, "Tuned constants").
+WINDOWED_BYTES = 512 * 1024
+WINDOW_REACH = 16 * 1024  # bytes of the window on either side of where it is centred
+WINDOW_SNAP = 8 * 1024  # further bytes searched for a line at column 0 to start or end the window at
+WINDOW_MARGIN = 4 * 1024  # an edit or a completion this near a window's edge centres a new window
+
+
+def window_ranges(tree: tree_sitter.Tree) -> list[tree_sitter.Range] | None:
+    """The byte ranges a tree covers when it is a large document's window (SyntaxDocument.window), else None."""
+    ranges = tree.included_ranges
+    return None if len(ranges) == 1 and ranges[0].start_byte == 0 and ranges[0].end_byte >= 0xFFFFFFFF else ranges
 
 
 def count_tree_errors(tree: tree_sitter.Tree | None) -> int:
@@ -85,7 +100,21 @@ def _point(data: bytes, byte: int, row: int) -> tuple[int, int]:
     return row, byte - (data.rfind(b"\n", 0, byte) + 1)
 
 
-def _line_index_of(data: bytes) -> tuple[list[int], list[int]]:
+def _top_level_line(data: bytes, lo: int, hi: int, last: bool) -> int | None:
+    """The byte offset of the last (or first) line in data[lo:hi] that starts at column 0 with code (not a blank
+    line, a comment or a closing bracket), or None."""
+    starts = [m.end() for m in re.finditer(rb"\n(?=[^\s#/)\]}*-])", data[lo:hi])]
+    if not starts:
+        return None
+    return lo + (starts[-1] if last else starts[0])
+
+
+def _offsets(values) -> array:
+    """Offsets as a compact int64 array: indexed like a list (Python ints), shifted in place through numpy."""
+    return array("q", np.asarray(values, dtype=np.int64).tobytes())
+
+
+def _line_index_of(data: bytes) -> tuple[array, array]:
     """The LSP line starts (after each "\\n", "\\r\\n" and lone "\\r") of the UTF-8 `data`, as string offsets and as
     byte offsets: read off the bytes at once (a string offset is the byte offset less the continuation bytes
     before it), where a line-by-line count took a tenth of a second for a few megabytes."""
@@ -95,14 +124,14 @@ def _line_index_of(data: bytes) -> tuple[list[int], list[int]]:
     starts = np.concatenate(([0], np.flatnonzero(a == 10) + 1, lone_cr + 1))
     starts.sort()
     if data.isascii():
-        return starts.tolist(), starts.tolist()
+        return _offsets(starts), _offsets(starts)
     continuation = np.flatnonzero((a & 0xC0) == 0x80)  # the second and later bytes of each character
-    return (starts - np.searchsorted(continuation, starts)).tolist(), starts.tolist()
+    return _offsets(starts - np.searchsorted(continuation, starts)), _offsets(starts)
 
 
 def _shifted_starts(
-    starts: list[int], byte_starts: list[int], text: str, start: int, end: int, inserted: int, byte_delta: int
-) -> tuple[list[int], list[int]]:
+    starts: array, byte_starts: array, text: str, start: int, end: int, inserted: int, byte_delta: int
+) -> tuple[array, array]:
     """The line starts of `text` after text[start:end] of the old text became `inserted` characters (the document
     `byte_delta` UTF-8 bytes longer), as string and byte offsets, from the old ones: the lines around the edit are
     found again, the ones after it only move (an edit costs the lines it touches, not the document). A start more
@@ -119,8 +148,10 @@ def _shifted_starts(
         byte += len(segment) if segment.isascii() else len(utf8(segment))
         middle_bytes.append(byte)
         at = m
-    chars = starts[: lo + 1] + middle + list(map(delta.__add__, tail))  # (map: twice as fast as a comprehension)
-    return chars, byte_starts[: lo + 1] + middle_bytes + list(map(byte_delta.__add__, byte_starts[hi:]))
+    byte_tail = byte_starts[hi:]
+    np.frombuffer(tail, dtype=np.int64)[:] += delta  # (the lines after the edit only move: shifted in place, in C)
+    np.frombuffer(byte_tail, dtype=np.int64)[:] += byte_delta
+    return starts[: lo + 1] + array("q", middle) + tail, byte_starts[: lo + 1] + array("q", middle_bytes) + byte_tail
 
 
 class SyntaxDocument:
@@ -132,9 +163,11 @@ class SyntaxDocument:
         self._data = utf8(text)
         # LSP line starts as string offsets (line_starts) and as UTF-8 byte offsets, made when first asked for and
         # then kept by each edit: byte and string offsets convert within a line.
-        self._starts: list[int] | None = None
-        self._byte_starts: list[int] | None = None
+        self._starts: array | None = None
+        self._byte_starts: array | None = None
         self.parse_abandoned = False  # the parse ran past its budget once: no tree from then on
+        # The bytes the tree covers, (start, end), in a document of WINDOWED_BYTES or more; None: all of them.
+        self.window: tuple[int, int] | None = self._window_around(0)
         self.tree: tree_sitter.Tree | None = self._parse(None)
 
     # -- parsing -------------------------------------------------------------------------------------------------
@@ -147,6 +180,8 @@ class SyntaxDocument:
             return parser.parse(data, old) if old is not None else parser.parse(data)
         deadline = time.monotonic() + PARSE_BUDGET_S
         view = memoryview(data)
+        if self.window is not None:  # (an edited tree's range was moved by its edit, rows included)
+            parser.included_ranges = old.included_ranges if old is not None else [self._range(*self.window)]
         try:  # (a progress callback needs the chunked form of parse)
             return parse_chunks(
                 parser, lambda byte: view[byte : byte + READ_CHUNK], old, lambda *_: time.monotonic() > deadline
@@ -158,6 +193,52 @@ class SyntaxDocument:
                 "%s parse of %d bytes ran past %.1f s: kept as plain text", self.language, len(data), PARSE_BUDGET_S
             )
             return None
+        finally:
+            parser.included_ranges = []  # (the parser is shared: the next document is parsed whole)
+
+    # -- the window a large document's tree covers ---------------------------------------------------------------
+    def _window_around(self, byte: int) -> tuple[int, int] | None:
+        """The bytes a tree centred on `byte` covers (None: all of them, for a document under WINDOWED_BYTES): about
+        WINDOW_REACH either side, from and to a line at column 0 where one is near (a top-level statement, so that
+        the window holds whole constructs), else a line start."""
+        data = self._data
+        if len(data) < WINDOWED_BYTES:
+            return None
+        start = max(0, byte - WINDOW_REACH)
+        if start > 0:
+            top = _top_level_line(data, max(0, start - WINDOW_SNAP), start, last=True)
+            start = top if top is not None else data.rfind(b"\n", 0, start) + 1
+        end = min(len(data), byte + WINDOW_REACH)
+        if end < len(data):
+            top = _top_level_line(data, end, min(len(data), end + WINDOW_SNAP), last=False)
+            nl = data.find(b"\n", end)
+            end = top if top is not None else (len(data) if nl < 0 else nl + 1)
+        return start, end
+
+    def _range(self, start: int, end: int) -> tree_sitter.Range:
+        """tree-sitter's range of bytes [start, end) (rows at "\\n", as the tree counts them)."""
+        data = self._data
+        start_row, end_row = data.count(b"\n", 0, start), data.count(b"\n", 0, end)
+        return tree_sitter.Range(_point(data, start, start_row), _point(data, end, end_row), start, end)
+
+    def focus(self, offset: int) -> None:
+        """Makes the tree cover the string `offset` (a completion's place) with a margin: a large document's window
+        moves there when it does not (a fresh parse of the new window). Call it where the edits are made (the
+        server's event loop), not beside them."""
+        if self.window is None or self.tree is None:
+            return
+        byte = self.byte_offset(offset)
+        if not self._inside(byte):
+            self.window = self._window_around(byte)
+            self.tree = self._parse(None)
+
+    def _inside(self, byte: int) -> bool:
+        """Whether `byte` lies inside the window, WINDOW_MARGIN from each edge that is not the document's own."""
+        assert self.window is not None
+        start, end = self.window
+        low = start if start == 0 else start + WINDOW_MARGIN
+        high = end if end == len(self._data) else end - WINDOW_MARGIN
+        return low <= byte <= high
 
     @property
     def source(self) -> bytes:
@@ -169,6 +250,7 @@ class SyntaxDocument:
         self.text = text
         self._data = utf8(text)
         self._starts = self._byte_starts = None
+        self.window = self._window_around(0)
         self.tree = self._parse(None)
 
     def apply_change(
@@ -205,7 +287,24 @@ class SyntaxDocument:
         )
         if self.tree is None:
             return
-        row = old_data.count(b"\n", 0, start_byte)  # (tree-sitter's rows end at "\n" only: not the LSP lines)
+        if self.window is None and len(self._data) >= WINDOWED_BYTES:  # grown large: a window from now on
+            self.window = self._window_around(start_byte)
+            self.tree = self._parse(None)
+            return
+        if self.window is not None:  # a large document: its window moves with the edits
+            start, end = self.window
+            if not (start <= start_byte and old_end_byte <= end):  # outside it: a new window where the user is
+                self.window = self._window_around(start_byte)
+                self.tree = self._parse(None)
+                return
+            self.window = (start, end + byte_delta)
+            if not self._inside(start_byte):
+                self.window = self._window_around(start_byte)
+                self.tree = self._parse(None)
+                return
+        # tree-sitter's rows end at "\n" only: they are the LSP lines but where a lone "\r" ends one
+        lone_cr = _LONE_CR.search(old_data) is not None if b"\r" in old_data else False
+        row = old_data.count(b"\n", 0, start_byte) if lone_cr else bisect.bisect_right(byte_starts, start_byte) - 1
         self.tree.edit(
             start_byte=start_byte,
             old_end_byte=old_end_byte,
@@ -218,11 +317,11 @@ class SyntaxDocument:
 
     # -- positions -----------------------------------------------------------------------------------------------
     @property
-    def line_starts(self) -> list[int]:
+    def line_starts(self) -> array:
         """String offsets of LSP line starts (lines split on \\n, \\r\\n and \\r), cached until the next edit."""
         return self._line_index()[0]
 
-    def _line_index(self) -> tuple[list[int], list[int]]:
+    def _line_index(self) -> tuple[array, array]:
         """The line starts as string and as byte offsets, counted once, then kept up to date by each edit."""
         if self._starts is None or self._byte_starts is None:
             self._starts, self._byte_starts = _line_index_of(self._data)

@@ -16,7 +16,7 @@ from diffill.model.tokenizer import CodeTokenizer
 if TYPE_CHECKING:
     from diffill.model.chat_tokenizer import ChatTokenizer
 
-MAX_CACHED_TEXTS = 4096  # texts whose ids are kept (one a keystroke at most: the healed text)
+MAX_CACHED_TEXTS = 1024  # texts whose ids are kept, one a keystroke at most (docs/benchmarks.md, "Tuned constants")
 
 
 class Vocabulary:

@@ -15,8 +15,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
-    from . import gc_pause
+    from . import gc_pause, heap
 
+    heap.limit_arenas()  # before any thread of the daemon's allocates
     gc_pause.pause()  # until the model has loaded (ModelLoader.load)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
@@ -65,6 +66,7 @@ def _complete(args: argparse.Namespace) -> int:
         print(f"diffill complete: {path} has no line {args.line}", file=sys.stderr)
         return 2
     offset = doc.offset_at(args.line - 1, max(0, args.col - 1), "utf-32")
+    doc.focus(offset)  # a large file's tree covers the place asked about
     result = engine.answer(doc, offset, path=args.file)  # copies may come from the files beside it
     if result is None:
         print("(no completion)", file=sys.stderr)

@@ -7,7 +7,6 @@ failure never costs the edit. A document over MAX_DOCUMENT_BYTES is not kept: pa
 
 from __future__ import annotations
 
-import ctypes
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,16 +80,6 @@ def apply_changes(
 
 
 BIG_DOCUMENT_BYTES = 1 << 20  # closing a document this large hands the memory it held back to the system
-
-
-def release_freed_memory() -> None:
-    """Asks glibc to return freed heap pages to the system. A big document's text, bytes and syntax tree are
-    freed when it closes, but the allocator keeps their pages: without this the server's memory only ever grows
-    by about its size (docs/benchmarks.md, "Tuned constants"). A no-op where there is no glibc."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def best_effort(fn: Any, *args: Any) -> Any:

@@ -29,8 +29,9 @@ from diffill.infill.declined import after_declined
 from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
-from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state, release_freed_memory
+from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state
 from .failover import Failover
+from .heap import release_freed_memory
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler, lower_priority
 from .settings import Settings, SettingsError, engine_options, parse_settings
@@ -44,7 +45,18 @@ log = logging.getLogger("diffill")
 
 
 # The settings a change of which loads the model again (a server's connection among them).
-RELOAD_ON = ("model", "device", "precision", "quantization", "api_key", "ca_file", "tls_verify", "request_timeout_ms")
+RELOAD_ON = (
+    "model",
+    "device",
+    "precision",
+    "quantization",
+    "api_key",
+    "ca_file",
+    "tls_verify",
+    "request_timeout_ms",
+    "served_model_files",
+)
+TRIM_EVERY = 200  # answers between hand-backs of the freed heap pages (docs/benchmarks.md, "Tuned constants")
 
 
 class Session:
@@ -258,6 +270,7 @@ class Session:
             self.stats["cache_hits"] += 1
             rest, end = hit
             return state, Completion(start=offset, end=end, text=rest, kind="cached")
+        state.doc.focus(offset)  # (a large document's tree covers where the user works: moved here, with the edits)
         token = self.scheduler.start(uri)
         version_at_start = state.version
         engine, failover = self.engine, self.failover
@@ -288,6 +301,8 @@ class Session:
             result = await loop.run_in_executor(self.scheduler.executor, work)
             self.cost.add(spent)
             self.traced += 1
+            if self.traced % TRIM_EVERY == 0:  # on the model thread, after this answer: no request waits for it
+                loop.run_in_executor(self.scheduler.executor, release_freed_memory)
         except asyncio.CancelledError:  # $/cancelRequest: stop the worker too, answer with the cancel error
             token.cancel()
             self.stats["cancelled"] += 1

@@ -26,7 +26,7 @@ ID_BITS = 12  # token ids fit in 12 bits (a vocabulary of at most 4,096: the emb
 POSITION_BITS = 28  # at most 268M tokens
 CHUNK = 1 << 20  # positions handled at once while sorting
 COARSE = 64  # one sorted key kept in this many: the coarse index stays small beside the ids
-MEMO = 8192  # contexts whose continuations are kept (typing asks for the same ones again)
+MEMO = 2048  # contexts whose continuations are kept: typing asks for the same ones again (docs/benchmarks.md, "Tuned constants")
 FILE_NAME = "memory.safetensors"
 
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from diffill.infill.document import BUDGETED_PARSE_BYTES, count_errors, count_tree_errors
+from diffill.infill.document import BUDGETED_PARSE_BYTES, count_errors, count_tree_errors, window_ranges
 from diffill.infill.filters.base import Candidate
 from diffill.infill.languages import INDENT_BLOCK_LANGUAGES, parser_for
 from diffill.infill.parse_feed import parse_chunks
@@ -181,6 +181,7 @@ def _parse_edited(c: Candidate, deadline: float | None = None):
     )
 
     view = memoryview(doc)
+    window = window_ranges(tree)  # a large document's window: the edited window is what is parsed
 
     def chunk(byte: int) -> bytes | memoryview:
         if byte < start:
@@ -190,13 +191,18 @@ def _parse_edited(c: Candidate, deadline: float | None = None):
         at = old_end + byte - new_end
         return view[at : at + READ_CHUNK]
 
-    if deadline is None:
-        return parse_chunks(parser, chunk, tree)
+    if window is not None:
+        parser.included_ranges = window
     try:
+        if deadline is None:
+            return parse_chunks(parser, chunk, tree)
         return parse_chunks(parser, chunk, tree, lambda *_: time.perf_counter() > deadline)
     except ValueError:
         parser.reset()  # else the shared parser would resume this parse on the next document
         raise _OutOfTime() from None
+    finally:
+        if window is not None:
+            parser.included_ranges = []  # (the parser is shared)
 
 
 def _empty_block_opened_in(root: Node, start: int, end: int) -> bool:

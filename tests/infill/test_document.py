@@ -195,7 +195,7 @@ def test_line_starts_follow_edits_as_a_fresh_count_would():
         doc.line_starts  # noqa: B018 - cached, so the next edit updates it
         a, b = sorted(rng.randrange(len(doc.text) + 1) for _ in range(2))
         doc.replace_range(a, b, "".join(rng.choice(pieces) for _ in range(rng.randrange(4))))
-        assert doc.line_starts == line_starts(doc.text)
+        assert list(doc.line_starts) == line_starts(doc.text)
 
 
 def test_byte_offsets_stay_right_through_edits_as_a_fresh_count_would_give_them():
@@ -228,5 +228,60 @@ def test_the_line_index_read_off_the_bytes_matches_a_count_over_the_text(text):
     from diffill.infill.text import line_starts, utf8
 
     doc = SyntaxDocument(text, None)
-    assert doc.line_starts == line_starts(text)
+    assert list(doc.line_starts) == line_starts(text)
     assert [doc.byte_offset(s) for s in doc.line_starts] == [len(utf8(text[:s])) for s in line_starts(text)]
+
+
+def _functions(n: int) -> str:
+    return "".join(f"def f{i}(x):\n    if x:\n        return g(x, {i})\n    return None\n\n\n" for i in range(n))
+
+
+def _assert_window_matches_fresh(doc: SyntaxDocument, offsets) -> None:
+    """Around each offset the window's tree is the whole text's: the same innermost node and its parents."""
+    fresh = parser_for(doc.language).parse(utf8(doc.text))
+    for offset in offsets:
+        byte = doc.byte_offset(offset)
+        ours = doc.tree.root_node.descendant_for_byte_range(byte, byte)
+        theirs = fresh.root_node.descendant_for_byte_range(byte, byte)
+        while theirs is not None and theirs.type != "module":
+            assert ours is not None and _dump(ours) == _dump(theirs), offset
+            ours, theirs = ours.parent, theirs.parent
+
+
+def test_a_large_documents_tree_is_a_window_that_follows_the_edits_and_the_completions():
+    """A document of WINDOWED_BYTES or more is parsed in a window (tree-sitter's included ranges: its nodes keep the
+    document's positions): where the user types or asks, the tree is the one a whole parse gives, and the window
+    moves there when they go elsewhere."""
+    from diffill.infill import document
+
+    text = _functions(20_000)  # 1.2 MB
+    doc = SyntaxDocument(text, "python")
+    start, end = doc.window
+    assert start == 0 and document.WINDOW_REACH <= end < document.WINDOW_REACH + document.WINDOW_SNAP + 100
+    assert doc.tree.root_node.end_byte <= end and doc.error_count() == 0
+    far = text.index("def f15000(")
+    doc.focus(far)
+    assert doc.window[0] <= doc.byte_offset(far) < doc.window[1] and doc.window[0] > end
+    assert text[doc.window[0] : doc.window[0] + 4] == "def "  # it starts at a top-level line
+    at = text.index("return g(x, 15000)", far)
+    for k, ch in enumerate(" + 1"):
+        before = doc.window
+        doc.replace_range(at + 18 + k, at + 18 + k, ch)
+        assert doc.window == (before[0], before[1] + 1)  # typed inside it: it grows with the text, not re-centred
+    _assert_window_matches_fresh(doc, [at, at + 20, far, far + 40])
+    elsewhere = doc.text.index("def f300(")
+    doc.replace_range(elsewhere, elsewhere, "x = 1\n")  # an edit outside it: a window where the user is now
+    assert doc.window[0] <= doc.byte_offset(elsewhere) < doc.window[1]
+    _assert_window_matches_fresh(doc, [elsewhere, elsewhere + 10])
+    small = parser_for("python").parse(b"a = 1\nb = 2\n")  # the shared parser parses whole documents again
+    assert small.root_node.end_byte == len(b"a = 1\nb = 2\n") and len(small.root_node.children) == 2
+
+
+def test_a_document_that_grows_large_gets_a_window():
+    from diffill.infill import document
+
+    doc = SyntaxDocument("x = 1\n", "python")
+    assert doc.window is None
+    doc.replace_range(6, 6, _functions(9_000))  # 0.55 MB pasted
+    assert doc.window is not None and doc.window[1] - doc.window[0] < 2 * (document.WINDOW_REACH + document.WINDOW_SNAP)
+    _assert_window_matches_fresh(doc, [6 + 100, 6 + 1000])

@@ -80,6 +80,29 @@ def test_a_servers_settings_and_its_key_kept_out_of_sight():
     assert parse_settings({"apiKey": ""}).api_key is None  # empty: not set (the environment's key then)
 
 
+def test_every_setting_that_reaches_a_servers_connection_reloads_the_model():
+    """A changed key, CA file, timeout or served-model files must reach the connection: the model loads again."""
+    from dataclasses import fields, replace
+
+    from diffill.lsp.session import RELOAD_ON
+    from diffill.lsp.settings import Settings, connection
+
+    base = Settings(model="https://gpu:8000")
+    changed = {
+        "api_key": "k",
+        "ca_file": "/ca.pem",
+        "tls_verify": False,
+        "request_timeout_ms": 99,
+        "served_model_files": "/m",
+    }
+    reaching = [
+        f.name
+        for f in fields(Settings)
+        if f.name in changed and connection(replace(base, **{f.name: changed[f.name]})) != connection(base)
+    ]
+    assert sorted(reaching) == sorted(changed) and set(reaching) <= set(RELOAD_ON)
+
+
 def test_invalid_settings_keep_nothing_partial():
     base = parse_settings({"steps": 6})
     with pytest.raises(SettingsError):
@@ -178,7 +201,8 @@ def test_closing_a_big_document_hands_its_memory_back(monkeypatch):
     from lsprotocol import types
 
     from diffill.lsp import session as session_module
-    from diffill.lsp.documents import BIG_DOCUMENT_BYTES, release_freed_memory
+    from diffill.lsp.documents import BIG_DOCUMENT_BYTES
+    from diffill.lsp.heap import release_freed_memory
     from diffill.lsp.session import Session
 
     release_freed_memory()  # harmless anywhere (a no-op without glibc)
@@ -255,3 +279,23 @@ def test_a_request_superseded_while_it_queues_for_the_model_thread_never_starts(
     assert session.stats["cancelled"] == 1
     session.scheduler.shutdown()
     session.warm_executor.shutdown()
+
+
+def test_the_heap_keeps_few_arenas_and_hands_freed_pages_back(monkeypatch):
+    """glibc is asked for at most MALLOC_ARENAS arenas (M_ARENA_MAX) and to trim; without a glibc both do nothing."""
+    from types import SimpleNamespace
+
+    from diffill.lsp import heap
+
+    calls = []
+    libc = SimpleNamespace(
+        mallopt=lambda p, v: calls.append(("mallopt", p, v)), malloc_trim=lambda pad: calls.append(("trim", pad))
+    )
+    monkeypatch.setattr(heap, "_libc", lambda: libc)
+    heap.limit_arenas()
+    heap.release_freed_memory()
+    assert calls == [("mallopt", heap.M_ARENA_MAX, heap.MALLOC_ARENAS), ("trim", 0)]
+    monkeypatch.setattr(heap, "_libc", lambda: None)
+    heap.limit_arenas()
+    heap.release_freed_memory()
+    assert len(calls) == 2

@@ -273,3 +273,23 @@ def test_an_empty_block_is_looked_for_among_the_children_near_the_answer_only():
     empty = SyntaxDocument("x = [1, 2]\nif y:\n# only a comment\n", "python")
     at = empty.byte_offset(empty.text.index("if"))
     assert _empty_block_opened_in(empty.tree.root_node, at, at + 5)
+
+
+def test_the_guard_judges_a_large_documents_edits_within_its_window():
+    """In a document parsed as a window (infill.document.WINDOWED_BYTES), a try is parsed within the window moved
+    by the edit: a good answer stands, one that breaks the parse does not, as in a small file."""
+    from diffill.infill.document import SyntaxDocument
+    from diffill.infill.filters.base import Candidate
+    from diffill.infill.spans import select_span
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(16_000)) + "y = g(\n"
+    offset = text.index("return x + 9000") + len("return x + 9000")
+    doc = SyntaxDocument(text, "python")
+    doc.focus(offset)
+    assert doc.window is not None and doc.window[1] < len(doc.source)
+    span = select_span(doc, offset)
+    source, byte = doc.source, doc.byte_offset(offset)
+    good = Candidate.at(text, offset, span, "python", " * 2", tree=doc.tree, source=source, offset_byte=byte)
+    assert syntax_guard(good).text == " * 2"
+    bad = Candidate.at(text, offset, span, "python", " * (2", tree=doc.tree, source=source, offset_byte=byte)
+    assert syntax_guard(bad).text != " * (2"
