@@ -229,6 +229,8 @@ def run(tcp_port: int | None = None, early: EarlyStart | None = None) -> None:
         server.start_io(BoundedReader(stdin))
     else:
         serve_tcp(server, "127.0.0.1", tcp_port)  # loopback only: never reachable from another machine
+    if server.session.workspace_index is not None:
+        server.session.workspace_index.stop()  # (its scan's process, perhaps paused, goes with the daemon)
     end_now(server.protocol.exit_code or 0)  # LSP: `exit` without `shutdown` ends with 1
 
 

@@ -151,7 +151,10 @@ class Session:
         roots = [r for r in roots if r and os.path.isdir(r)]
         if not roots:
             return
-        index = WorkspaceIndex(roots, yield_to=lambda: self.scheduler.in_flight() > 0)
+        index = WorkspaceIndex(
+            roots, yield_to=lambda: self.scheduler.in_flight() > 0, quiet_for=self.scheduler.quiet_for
+        )
+        self.scheduler.on_busy.append(index.hold)
         self.workspace_index = index
 
         def run() -> None:

@@ -299,3 +299,25 @@ def test_the_heap_keeps_few_arenas_and_hands_freed_pages_back(monkeypatch):
     heap.limit_arenas()
     heap.release_freed_memory()
     assert len(calls) == 2
+
+
+def test_the_scheduler_says_how_long_the_completions_have_been_quiet():
+    import time
+
+    from diffill.lsp.scheduler import Scheduler
+
+    s = Scheduler()
+    try:
+        told = []
+        s.on_busy.append(told.append)
+        token = s.start("file:///a.py")
+        s.start("file:///b.py")
+        assert s.quiet_for() == 0.0 and told == [True]  # busy from the first generation on
+        s.finish("file:///a.py", token)
+        assert told == [True]
+        s.cancel("file:///b.py")
+        assert told == [True, False]  # idle once the last one is done
+        time.sleep(0.05)
+        assert 0.04 <= s.quiet_for() < 5
+    finally:
+        s.shutdown()

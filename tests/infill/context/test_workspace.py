@@ -67,6 +67,63 @@ def test_the_scan_reads_nothing_while_completions_wait_and_goes_on_after(ws):
     assert not index.scanning and names(index) == ["HeaderError", "parse_header", "renderPage"]
 
 
+def test_a_scan_in_a_process_of_its_own_indexes_what_a_scan_here_does(ws, monkeypatch):
+    """The initial scan reads and parses in a child process (its parses would hold up the completions here): the
+    same files, under the same rules (ignored, binary, huge and outside files skipped), the same definitions; where
+    no child can run, the scan is done here."""
+    here = WorkspaceIndex([ws])
+    here.scan()
+    there = WorkspaceIndex([ws])
+    there.scan(elsewhere=True)
+    assert names(there) == names(here) == ["HeaderError", "parse_header", "renderPage"]
+    assert there._chunks == here._chunks and there.chunk_count() == here.chunk_count() > 0
+    from diffill.infill.context import workspace
+
+    monkeypatch.setattr(workspace.sys, "executable", str(ws / "no-python"))
+    fallback = WorkspaceIndex([ws])
+    fallback.scan(elsewhere=True)
+    assert names(fallback) == names(here)
+
+
+def test_the_watcher_is_set_up_once_the_completions_are_quiet(ws):
+    """Setting up a big tree's watches takes seconds of the daemon's time: it waits for a pause in the typing."""
+    import threading
+
+    quiet = [0.0]
+    index = WorkspaceIndex([ws], quiet_for=lambda: quiet[0])
+    started = threading.Thread(target=index.start)
+    started.start()
+    assert wait_for(lambda: names(index) == ["HeaderError", "parse_header", "renderPage"])
+    time.sleep(0.3)
+    assert index._observer is None  # indexed, not yet watching
+    quiet[0] = 5.0
+    started.join(timeout=10)
+    assert index._observer is not None
+    index.stop()
+
+
+def test_the_scans_process_is_paused_while_completions_run(ws):
+    """`hold(True)` stops the scan's process (SIGSTOP) and `hold(False)` lets it go on: on two cores its parses
+    beside a completion would slow the completion down."""
+    import subprocess
+    import sys
+
+    index = WorkspaceIndex([ws])
+    index._child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+
+    def state() -> str:
+        return open(f"/proc/{index._child.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+    try:
+        index.hold(True)
+        assert wait_for(lambda: state() == "T")
+        index.hold(False)
+        assert wait_for(lambda: state() in ("S", "R"))
+    finally:
+        index.stop()
+    assert index._child.wait(timeout=10) != 0  # stopped with the index
+
+
 def test_search_ranks_by_identifier_overlap_and_prefix(ws):
     index = WorkspaceIndex([ws])
     index.scan()
