@@ -84,8 +84,11 @@ def run(
         if not client.wait_ready(120)["ready"]:
             raise RuntimeError("the model did not load")
         deadline = time.monotonic() + 30
-        while client.status()["workspace"]["files"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the workspace index is built on its own thread
+        while time.monotonic() < deadline:  # the workspace index is built beside the daemon: the probe wants it whole
+            workspace = client.status()["workspace"]
+            if workspace["files"] > 0 and not workspace["indexing"]:
+                break
+            time.sleep(0.05)
         for k, case in enumerate(cases):
             for how in IMPORTS:
                 text = case.document(how)
