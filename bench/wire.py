@@ -29,7 +29,10 @@ class RawClient:
     """One server process; `request` waits for the matching response, notifications are kept in `messages`."""
 
     def __init__(self, argv: list[str] | None = None, env: dict[str, str] | None = None, cwd: str | None = None):
-        full_env = {**os.environ, "DIFFILL_TEST_HOOKS": "1", **(env or {})}
+        # The daemon as an editor starts it: not with Triton's interpreter, which a test session may have turned on
+        # for its kernel tests (it would run the sampler's kernels on the CPU, slowly, and grow the server by them).
+        inherited = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        full_env = {**inherited, "DIFFILL_TEST_HOOKS": "1", **(env or {})}
         self.proc = subprocess.Popen(
             argv or SERVER,
             stdin=subprocess.PIPE,

@@ -21,6 +21,26 @@ async function waitFor(fn, timeoutMs, what) {
   throw new Error('timed out waiting for ' + what);
 }
 
+// Quick Open lists a file once code-server's file search has answered, later on a busy machine: Enter is pressed
+// when the file is in the list, and the whole step is tried again if no editor came.
+async function openFile(page, name) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.keyboard.press('Control+P');
+      await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
+      await page.keyboard.type(name);
+      await page.waitForSelector(`.quick-input-list .monaco-list-row[aria-label*="${name}"]`, { timeout: 30000 });
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.monaco-editor .view-lines', { timeout: 30000 });
+      return;
+    } catch (e) {
+      if (attempt === 3) throw e;
+      await page.keyboard.press('Escape');
+      await sleep(1000);
+    }
+  }
+}
+
 (async () => {
   const browser = await chromium.launch({ executablePath: env.CHROMIUM || '/usr/bin/chromium', headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
@@ -30,12 +50,7 @@ async function waitFor(fn, timeoutMs, what) {
     await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
     step('workbench');
     await sleep(2000);
-    await page.keyboard.press('Control+P'); // Quick Open
-    await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
-    await page.keyboard.type(path.basename(env.CS_FILE));
-    await sleep(1000);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('.monaco-editor .view-lines', { timeout: 30000 });
+    await openFile(page, path.basename(env.CS_FILE));
     step('file open');
     // the extension starts `diffill serve` (through the test's tap) on activation; wait for the model, or (EARLY)
     // only for the extension's status bar item, and type while the model still loads

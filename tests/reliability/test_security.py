@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import pickle
 import re
 import socket
@@ -146,17 +147,16 @@ def test_tcp_listens_on_loopback_only():
 
 
 # ----- nothing outside the workspace roots is read ----------------------------------------------------------------
-AUDITED_SERVER = """
+# Every Python process the daemon starts (the workspace scan runs in one of its own) imports this sitecustomize.
+AUDIT_HOOK = """
 import os, sys
-log_fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+log_fd = os.open(os.environ["DIFFILL_AUDIT_LOG"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 def hook(event, args):
     if event == "open" and args and isinstance(args[0], (str, bytes)):
         os.write(log_fd, os.fsencode(args[0]) + b"\\n")
     elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes)):
         os.write(log_fd, b"LIST " + os.fsencode(args[0]) + b"\\n")
 sys.addaudithook(hook)
-from diffill.lsp.cli import main
-sys.exit(main(["serve"]))
 """
 
 
@@ -169,8 +169,11 @@ def test_no_file_outside_the_workspace_is_read(tmp_path):
         (outside / name).write_text(f"SECRET = {name!r}\n")
     (root / "link.py").symlink_to(outside / "linked.py")
     (root / "linkdir").symlink_to(outside)
-    log = tmp_path / "opens.log"
-    client = RawClient([sys.executable, "-c", AUDITED_SERVER, str(log)])
+    log, audit = tmp_path / "opens.log", tmp_path / "audit"
+    audit.mkdir()
+    (audit / "sitecustomize.py").write_text(AUDIT_HOOK)
+    path = os.pathsep.join(filter(None, [str(audit), os.environ.get("PYTHONPATH")]))
+    client = RawClient(env={"PYTHONPATH": path, "DIFFILL_AUDIT_LOG": str(log)})
     try:
         client.initialize({"steps": 2}, root=str(root))
         assert client.wait_ready()["ready"]
