@@ -178,6 +178,13 @@ def _bench_heldout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_next_edits(args: argparse.Namespace) -> int:
+    from .next_edits import run
+
+    run(args.repo, max_commits=args.max_commits)
+    return 0
+
+
 def _bench_startup(args: argparse.Namespace) -> int:
     import json
 
@@ -386,6 +393,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="trace the server's Python allocations and print the sites that grew most (slows the server)",
     )
     bs.set_defaults(func=_bench_soak)
+    bx = bench.add_parser("next-edits", help="a repository's history replayed: the next edits proposed after each hunk")
+    bx.add_argument("--repo", action="append", required=True, help="a git directory (or a work tree); may repeat")
+    bx.add_argument("--max-commits", type=int, default=None, help="the newest this many commits of each")
+    bx.set_defaults(func=_bench_next_edits)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from diffill.infill.edits import RenameTracker
 from diffill.infill.languages import language_for
 from diffill.infill.signatures import SignatureTracker
 
+from .next_edit_hints import DocumentHints
+
 log = logging.getLogger("diffill")
 
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
@@ -33,6 +35,7 @@ class DocState:
     last_latency_ms: float = 0.0
     renames: RenameTracker = field(default_factory=RenameTracker)  # identifiers being renamed (inline edits)
     signatures: SignatureTracker = field(default_factory=SignatureTracker)  # parameter lists being edited
+    hints: DocumentHints = field(default_factory=DocumentHints)  # the next edits the user's changes imply
 
 
 def open_state(item: types.TextDocumentItem) -> DocState | None:
@@ -49,10 +52,14 @@ def open_state(item: types.TextDocumentItem) -> DocState | None:
 
 
 def apply_changes(
-    uri: str, state: DocState, changes: Sequence[types.TextDocumentContentChangeEvent], encoding: str
+    uri: str,
+    state: DocState,
+    changes: Sequence[types.TextDocumentContentChangeEvent],
+    encoding: str,
+    next_edits: bool = True,
 ) -> bool:
-    """Applies a didChange's edits in order, showing each to the observers. False when the document grew past
-    MAX_DOCUMENT_BYTES: the caller then drops it."""
+    """Applies a didChange's edits in order, showing each to the observers (to the next edits' too, unless
+    `next_edits` is off). False when the document grew past MAX_DOCUMENT_BYTES: the caller then drops it."""
     state.version += 1
     try:
         for change in changes:
@@ -61,6 +68,9 @@ def apply_changes(
                 before = state.doc.text
                 at = state.doc.offset_at(r.start.line, r.start.character, encoding)
                 signature = best_effort(state.signatures.before_change, state.doc, at)
+                if next_edits:
+                    end = state.doc.offset_at(r.end.line, r.end.character, encoding)
+                    best_effort(state.hints.before_change, state.doc, at, end, change.text)
                 state.doc.apply_change(
                     r.start.line, r.start.character, r.end.line, r.end.character, change.text, encoding
                 )
@@ -69,6 +79,7 @@ def apply_changes(
             else:
                 state.doc.replace_all(change.text)
                 state.renames.session = None
+                state.hints.replaced()
     except Exception:  # never lose the document: reparse our own text (edited before the tree is touched)
         # (pygls' copy is no fallback: it splits lines like str.splitlines and may be missing.)
         log.exception("%s: incremental update failed; reparsing", uri)

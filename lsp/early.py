@@ -32,6 +32,7 @@ ENCODINGS = ("utf-8", "utf-16", "utf-32")  # what lsp.documents converts positio
 CAPABILITIES: dict[str, Any] = {
     "textDocumentSync": {"openClose": True, "change": 2, "save": False},
     "completionProvider": {"triggerCharacters": [".", "(", " "]},
+    "codeActionProvider": {"codeActionKinds": ["quickfix"]},
     "executeCommandProvider": {"commands": []},
     "inlineCompletionProvider": {},
     "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}, "fileOperations": {}},

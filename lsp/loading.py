@@ -42,6 +42,8 @@ class Client(Protocol):
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None: ...
 
+    def publish_diagnostics(self, uri: str, diagnostics: list[types.Diagnostic]) -> None: ...
+
 
 class Host(Protocol):
     """What the loader needs of the session: the settings of now (a queued load takes the latest), whether a

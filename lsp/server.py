@@ -63,6 +63,12 @@ class DiffillServer(LanguageServer):
             roots = [self.workspace.root_path]
         return [r for r in roots if r]
 
+    def publish_diagnostics(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        try:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        except Exception:  # no client yet (e.g. in unit use)
+            log.debug("could not publish diagnostics", exc_info=True)
+
     def show(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
         log.warning(message) if kind != types.MessageType.Info else log.info(message)
         try:
@@ -134,6 +140,16 @@ async def on_inline_completion(
     state, c = found
     item = types.InlineCompletionItem(insert_text=c.text, range=_range(state, c.start, c.end, ls.encoding))
     return types.InlineCompletionList(items=[item])
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix])
+)
+def on_code_action(ls: DiffillServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    state = ls.session.docs.get(params.text_document.uri)
+    if state is None or not ls.session.settings.next_edits:
+        return []
+    return state.hints.code_actions(state.doc, params.text_document.uri, params.range, ls.encoding)
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))

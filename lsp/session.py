@@ -26,6 +26,7 @@ from diffill.infill.context.recent_edits import RecentEdits
 from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.cost import Cost
 from diffill.infill.declined import after_declined
+from diffill.infill.next_edits.progress import PAUSE_S
 from diffill.model.cancel import Cancelled
 
 from .cache import TypedAheadCache
@@ -205,10 +206,35 @@ class Session:
         if state is None:
             log.warning("didChange for unknown document %s", uri)
             return
-        fits = apply_changes(uri, state, changes, encoding)
+        fits = apply_changes(uri, state, changes, encoding, next_edits=self.settings.next_edits)
         best_effort(self._record_edits, uri, changes, state)
         if not fits:
             self.close_document(uri)
+            return
+        if self.settings.next_edits:
+            self.show_hints(uri, state, encoding)
+            self._after_pause(uri, state, encoding)
+
+    def show_hints(self, uri: str, state: DocState, encoding: str) -> None:
+        """Publishes the document's next edits as hint diagnostics when they changed."""
+        if state.hints.dirty:
+            diagnostics = state.hints.diagnostics(state.doc, encoding)
+            self.client.publish_diagnostics(uri, diagnostics)
+
+    def _after_pause(self, uri: str, state: DocState, encoding: str) -> None:
+        """Finishes the edit in progress once the user pauses (no change for PAUSE_S)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # (no event loop: a direct call, as in unit use)
+            return
+        version = state.version
+
+        def paused() -> None:
+            if self.docs.get(uri) is state and state.version == version:
+                best_effort(state.hints.finish, state.doc)
+                self.show_hints(uri, state, encoding)
+
+        loop.call_later(PAUSE_S, paused)
 
     def _record_edits(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent], state: DocState) -> None:
         for change in changes[-1:]:

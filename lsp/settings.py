@@ -32,6 +32,7 @@ class Settings:
     latency_budget_ms: int = 200
     max_prompt_tokens: int = 256
     enabled: bool = True
+    next_edits: bool = True  # after a change, hint where it applies again (code actions apply them)
     threads: int | None = None  # None: automatic (1 for small models on few cores)
     min_confidence: float | None = None  # cut answers at the first token under this probability; None: the card's
     draft_candidates: int | None = None  # beam width of rest-of-line drafts (1: greedy, fastest); None: the card's
@@ -110,7 +111,7 @@ def _check(name: str, value: Any) -> tuple[Any, str | None]:
     if name == "min_confidence":
         ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
         return (float(value), None) if ok else (value, "must be a number in [0, 1], or null for the model's own")
-    if name in ("enabled", "tls_verify"):
+    if name in ("enabled", "tls_verify", "next_edits"):
         return value, None if isinstance(value, bool) else "must be true or false"
     if name == "languages":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -52,6 +52,7 @@ export interface ServerSettings {
   tlsVerify?: boolean;
   requestTimeoutMs?: number;
   servedModelFiles?: string;
+  nextEdits?: boolean;
 }
 
 function intIn(value: unknown, lo: number, hi: number): number | undefined {
@@ -116,6 +117,7 @@ export function toInitializationOptions(cfg: ConfigSource): ServerSettings {
   if (timeout !== undefined) opts.requestTimeoutMs = timeout;
   const servedFiles = (cfg.get<string | null>('servedModelFiles') ?? '').trim();
   if (servedFiles) opts.servedModelFiles = servedFiles;
+  if (cfg.get<boolean>('nextEdits') === false) opts.nextEdits = false;
   return opts;
 }
 

@@ -107,3 +107,8 @@ test('status text: model state and last latency', () => {
   assert.match(c.formatStatus('stopped').text, /stopped/);
   assert.match(c.formatStatus('error').text, /error/);
 });
+
+test('next edits: sent only when turned off (the server has them on by default)', () => {
+  assert.equal(c.toInitializationOptions(stub({ nextEdits: false })).nextEdits, false);
+  assert.equal('nextEdits' in c.toInitializationOptions(stub({ nextEdits: true })), false);
+});

@@ -1,0 +1,197 @@
+"""`diffill bench next-edits --repo GIT_DIR`: a repository's history replayed as a user would have typed it, the
+next edits diffill proposes after each hunk scored against the hunks still to come.
+
+Each commit's change to a file (bench.history) is applied hunk by hunk, in order; after each, the proposals are
+asked for and compared with the hunks not yet applied. A hunk is proposed exactly when the proposals that fall in
+its lines, applied together, give its new lines; each of those proposals is right, any other wrong. A proposal
+made again after a later hunk counts once. Precision: right proposals over all proposals; recall: later hunks (the
+second and after of each change) proposed exactly before they were applied; repeated: the hunks whose core
+replacement an earlier hunk of the same change made already (the ones a tool can know of); wrong proposals per 100
+edits over every change, those of one hunk included.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.next_edits import Edit, NextEdits, Proposal, apply
+from diffill.infill.next_edits.change import core_of, tokens
+
+from .history import FileChange, file_changes, lines_of
+
+MAX_DISTANCE_CELLS = 4_000_000  # hunks larger than this (tokens before x after) are compared as wholly different
+
+
+@dataclass
+class Score:
+    edits: int = 0
+    proposals: int = 0
+    right: int = 0
+    later_hunks: int = 0
+    later_proposed: int = 0
+    repeated: int = 0
+    repeated_proposed: int = 0
+    ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float | int]:
+        ms = sorted(self.ms) or [0.0]
+        return {
+            "precision": round(self.right / self.proposals, 3) if self.proposals else 1.0,
+            "recall": round(self.later_proposed / max(1, self.later_hunks), 3),
+            "recall_repeated": round(self.repeated_proposed / max(1, self.repeated), 3),
+            "wrong_per_100_edits": round(100 * (self.proposals - self.right) / max(1, self.edits), 2),
+            "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
+            "edits": self.edits,
+            "proposals": self.proposals,
+            "later_hunks": self.later_hunks,
+            "repeated_hunks": self.repeated,
+        }
+
+
+def repeated_hunks(change: FileChange) -> set[int]:
+    """The hunks whose core replacement an earlier hunk of the change made already."""
+    lines, seen, out = lines_of(change.before), set(), set()
+    for i, h in enumerate(change.hunks):
+        core = core_of("".join(lines[h.old_start : h.old_start + h.old_count]), "".join(h.new_lines))
+        key = None if core is None else (core.old, core.new)
+        if key is not None and key in seen:
+            out.add(i)
+        seen.add(key)
+    return out
+
+
+def replay(change: FileChange, score: Score) -> None:
+    """Applies `change`'s hunks in order, asking for next edits after each, and adds what came to `score`."""
+    proposer = NextEdits().propose
+    lines = lines_of(change.before)
+    repeated = repeated_hunks(change)
+    shift = 0  # lines the applied hunks added before the ones still to come
+    shown: set[tuple[str, int, str]] = set()
+    proposed: set[int] = set()
+    doc = SyntaxDocument(change.before, change.language)
+    for i, hunk in enumerate(change.hunks):
+        at = hunk.old_start + shift
+        before = "".join(lines[at : at + hunk.old_count])
+        lines[at : at + hunk.old_count] = hunk.new_lines
+        shift += len(hunk.new_lines) - hunk.old_count
+        text = "".join(lines)
+        start = sum(map(len, lines[:at]))
+        was, doc = doc, SyntaxDocument(text, change.language)
+        t0 = time.perf_counter()
+        got = proposer(was, doc, Edit(start, before, "".join(hunk.new_lines)))
+        score.ms.append((time.perf_counter() - t0) * 1e3)
+        score.edits += 1
+        if i > 0:
+            score.later_hunks += 1
+            score.repeated += i in repeated
+            score.later_proposed += i in proposed
+            score.repeated_proposed += i in proposed and i in repeated
+        fresh = [p for p in got if _key(text, p) not in shown]
+        shown.update(_key(text, p) for p in got)
+        proposed.update(_exactly_proposed(lines, change, i, shift, got))
+        score.proposals += len(fresh)
+        score.right += sum(1 for p in fresh if _on_the_way(lines, change, i, shift, p))
+
+
+def _key(text: str, p: Proposal) -> tuple[str, int, str]:
+    """A proposal as the user sees it: its line's text, its column there, its text (stable across other edits)."""
+    lo = text.rfind("\n", 0, p.start) + 1
+    hi = text.find("\n", p.end)
+    return text[lo : len(text) if hi < 0 else hi], p.start - lo, p.text
+
+
+def _later(change: FileChange, i: int, shift: int) -> Iterable[tuple[int, int, int]]:
+    """(hunk index, its first line now, its old line count) of the hunks after the i-th."""
+    for j in range(i + 1, len(change.hunks)):
+        yield j, change.hunks[j].old_start + shift, change.hunks[j].old_count
+
+
+def _hunk_of(lines: list[str], change: FileChange, i: int, shift: int, p: Proposal) -> int | None:
+    """The later hunk whose old lines hold proposal `p`, or None."""
+    offset, first = 0, None
+    for n, line in enumerate(lines):
+        if first is None and offset + len(line) > p.start:
+            first = n
+        if offset + len(line) >= p.end and first is not None:
+            last = n
+            break
+        offset += len(line)
+    else:
+        return None
+    for j, start, count in _later(change, i, shift):
+        if start <= first and last < start + count:
+            return j
+    return None
+
+
+def _region(lines: list[str], change: FileChange, j: int, shift: int) -> tuple[int, str, str]:
+    """(where the j-th hunk's old lines start now, those lines, the lines it makes of them)."""
+    start = change.hunks[j].old_start + shift
+    return (
+        sum(map(len, lines[:start])),
+        "".join(lines[start : start + change.hunks[j].old_count]),
+        "".join(change.hunks[j].new_lines),
+    )
+
+
+def _distance(a: list[str], b: list[str]) -> int:
+    """Tokens deleted plus tokens inserted to turn `a` into `b` (through their longest common subsequence)."""
+    if len(a) * len(b) > MAX_DISTANCE_CELLS:
+        return len(a) + len(b)
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev_diag, row[0] = 0, 0
+        for k, y in enumerate(b, 1):
+            prev_diag, row[k] = row[k], prev_diag + 1 if x == y else max(row[k], row[k - 1])
+    return len(a) + len(b) - 2 * row[-1]
+
+
+def _on_the_way(lines: list[str], change: FileChange, i: int, shift: int, p: Proposal) -> bool:
+    """Whether `p` makes a piece of a later hunk exactly: from the hunk's old lines through `p` to its new lines
+    is no longer (in tokens changed) than straight from old to new. Nothing else the hunk does is asked of it."""
+    j = _hunk_of(lines, change, i, shift, p)
+    if j is None:
+        return False
+    base, old, new = _region(lines, change, j, shift)
+    via = old[: p.start - base] + p.text + old[p.end - base :]
+    a, b, c = tokens(old), tokens(via), tokens(new)
+    return a != b and _distance(a, b) + _distance(b, c) == _distance(a, c)
+
+
+def _exactly_proposed(lines: list[str], change: FileChange, i: int, shift: int, got: list[Proposal]) -> set[int]:
+    """The later hunks that the proposals falling in their lines, applied together, make exactly."""
+    by_hunk: dict[int, list[Proposal]] = {}
+    for p in got:
+        j = _hunk_of(lines, change, i, shift, p)
+        if j is not None:
+            by_hunk.setdefault(j, []).append(p)
+    made = set()
+    for j, props in by_hunk.items():
+        base, old, new = _region(lines, change, j, shift)
+        if apply(old, [Proposal(p.start - base, p.end - base, p.text) for p in props]) == new:
+            made.add(j)
+    return made
+
+
+def run(repos: list[str], max_commits: int | None = None, out: Callable[[str], None] = print) -> dict[str, float | int]:
+    """Replays each repository's history; prints a line per repository and, last, the totals as one JSON object."""
+    total = Score()
+    for repo in repos:
+        score = Score()
+        for change in file_changes(repo, max_commits):
+            replay(change, score)
+        s = score.summary()
+        out(f"{repo}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+        for name in ("edits", "proposals", "right", "later_hunks", "later_proposed", "repeated", "repeated_proposed"):
+            setattr(total, name, getattr(total, name) + getattr(score, name))
+        total.ms += score.ms
+    summary = total.summary()
+    if total.ms:
+        summary["p50_ms"] = round(statistics.median(total.ms), 1)
+    out(json.dumps(summary))
+    return summary
