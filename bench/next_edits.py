@@ -23,6 +23,7 @@ from diffill.infill.next_edits import Edit, NextEdits, Proposal, apply
 from diffill.infill.next_edits.change import core_of, tokens
 
 from .history import FileChange, file_changes, lines_of
+from .overlap import report_overlap
 
 MAX_DISTANCE_CELLS = 4_000_000  # hunks larger than this (tokens before x after) are compared as wholly different
 
@@ -181,17 +182,21 @@ def _exactly_proposed(lines: list[str], change: FileChange, i: int, shift: int, 
 def run(repos: list[str], max_commits: int | None = None, out: Callable[[str], None] = print) -> dict[str, float | int]:
     """Replays each repository's history; prints a line per repository and, last, the totals as one JSON object."""
     total = Score()
+    replayed: dict[tuple[str, str], str] = {}  # each file's newest text replayed (the log is newest first)
     for repo in repos:
         score = Score()
         for change in file_changes(repo, max_commits):
             replay(change, score)
+            replayed.setdefault((repo, change.path), change.before)
         s = score.summary()
         out(f"{repo}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
         for name in ("edits", "proposals", "right", "later_hunks", "later_proposed", "repeated", "repeated_proposed"):
             setattr(total, name, getattr(total, name) + getattr(score, name))
         total.ms += score.ms
+    overlap = report_overlap(replayed.values(), out=out)
     summary = total.summary()
     if total.ms:
         summary["p50_ms"] = round(statistics.median(total.ms), 1)
+    summary["training_overlap"] = overlap
     out(json.dumps(summary))
     return summary

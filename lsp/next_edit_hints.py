@@ -61,6 +61,10 @@ class DocumentHints:
         self.proposals = sorted(self.tracker.propose(SyntaxDocument(base, doc.language), doc, edit), key=_start)
         self.dirty = True
 
+    def at(self, offset: int) -> Proposal | None:
+        """The proposal whose place holds `offset` (its ends included), if any."""
+        return next((p for p in self.proposals if p.start <= offset <= p.end), None)
+
     def diagnostics(self, doc: SyntaxDocument, encoding: str) -> list[types.Diagnostic]:
         self.dirty = False
         return [_diagnostic(doc, p, encoding) for p in self.proposals]

@@ -293,6 +293,9 @@ class Session:
                 self.stats["stale"] += 1
                 return None
         offset = state.doc.offset_at(line, character, encoding)
+        proposed = state.hints.at(offset) if ghost and self.settings.next_edits else None
+        if proposed is not None:  # the cursor on a next edit: it is the answer (Tab applies it)
+            return state, Completion(proposed.start, proposed.end, proposed.text, kind="next edit", source="next edit")
         text = state.doc.text
         hit = self.cache.lookup(uri, text, offset)
         if hit is not None and not ghost:

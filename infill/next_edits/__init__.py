@@ -99,7 +99,7 @@ class NextEdits:
 
 def _names_only(doc: SyntaxDocument, start: int, end: int) -> bool:
     """Whether doc.text[start:end] is names in the code, dotted or not (`hashlib.sha1`): no keyword or literal
-    (`true`, `None`, `self`), no word of a string or a comment."""
+    (`true`, `None`, `this`), no word of a string or a comment."""
     if doc.tree is None or start >= end:
         return False
     b0, b1 = doc.byte_offset(start), doc.byte_offset(end)

@@ -47,6 +47,7 @@ def test_the_replay_scores_proposals_against_the_hunks_to_come(tmp_path):
     lines: list[str] = []
     summary = run([str(_history(tmp_path))], out=lines.append)
     assert json.loads(lines[-1]) == summary
+    assert lines[-2] == f"training overlap: {100 * summary['training_overlap']:.1f} %"
     # V1 -> V2: after the first sha1 hunk both other sha1 lines are proposed, exactly (the import's hunk first)
     # V2 -> V3: the other `.digest()` is proposed, and wrong
     assert summary["edits"] == 5

@@ -26,6 +26,7 @@ from editor_support import (
     tap_command,
     wait_for,
 )
+from next_edit_sample import SIGNING
 from tmux_driver import Tmux
 
 HERE = Path(__file__).parent
@@ -236,3 +237,87 @@ def test_emacs_eglot_shows_the_loading_and_completes_once_the_model_is_ready(tmp
     assert "Loading embedded model" in loading["mode-line"], loading
     after = next(e for e in lines if e.get("event") == "after")
     assert "Loading" not in after["mode-line"], after
+
+
+EGLOT_NEXT_EDITS = r"""
+(require 'json)
+(add-to-list 'load-path (expand-file-name "editors/emacs" (getenv "DIFFILL_ROOT")))
+(require 'diffill)
+(require 'python)
+(setq diffill-server-command (json-parse-string (getenv "DIFFILL_E2E_CMD") :array-type 'list)
+      diffill-settings (json-parse-string (getenv "DIFFILL_E2E_SETTINGS") :object-type 'plist)
+      make-backup-files nil
+      eglot-confirm-server-edits nil)  ; (batch: no one to answer a prompt)
+(diffill-eglot-setup)
+(setq eglot-sync-connect t eglot-autoshutdown t)
+(defun out (obj) (princ (concat "E2E " (json-encode obj) "\n")))
+(defvar deadline (+ (float-time) 150))
+(defun hints ()  ; diffill's hints as Flymake shows them, top to bottom
+  (sort (seq-filter (lambda (d) (string-match-p "_lazy_sha1" (flymake-diagnostic-text d))) (flymake-diagnostics))
+        (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
+(defun wait-hints (n)  ; (batch Emacs has no idle time: Flymake is asked to run by hand)
+  (while (and (/= (length (hints)) n) (< (float-time) deadline))
+    (flymake-start)
+    (accept-process-output nil 0.05))
+  (vconcat (mapcar (lambda (d) (1- (line-number-at-pos (flymake-diagnostic-beg d)))) (hints))))  ; ([] for none)
+(defun apply-action (server hint word)  ; eglot-code-actions at the hint, then the action whose title has WORD
+  (let* ((actions (eglot-code-actions (flymake-diagnostic-beg hint) (flymake-diagnostic-end hint)))
+         (chosen (seq-find (lambda (a) (string-match-p (regexp-quote word) (plist-get a :title))) actions)))
+    (out (list :event "actions" :titles (mapcar (lambda (a) (plist-get a :title)) actions)))
+    (eglot-execute server chosen)
+    (eglot--signal-textDocument/didChange)))
+(let ((file (getenv "DIFFILL_E2E_FILE")) (ready (getenv "DIFFILL_E2E_READY")))
+  (with-current-buffer (find-file-noselect file)
+    (python-mode)
+    (call-interactively #'eglot)
+    (let ((server (eglot-current-server)))
+      (unless server (out '(:error "no server")) (kill-emacs 1))
+      (while (and (not (file-exists-p ready)) (< (float-time) deadline)) (accept-process-output nil 0.1))
+      (goto-char (point-min))
+      (forward-line 4)
+      (forward-char 10)
+      (delete-region (point) (+ (point) 12))  ; hashlib.sha1 -> _lazy_sha1, as typed
+      (insert "_lazy_sha1")
+      (eglot--signal-textDocument/didChange)
+      (out (list :event "hints" :lines (wait-hints 3)))
+      (apply-action server (car (hints)) "here")
+      (out (list :event "hints" :lines (wait-hints 2)))
+      (apply-action server (car (hints)) "at all 2 places")
+      (out (list :event "hints" :lines (wait-hints 0)))
+      (save-buffer)
+      (eglot-shutdown server))))
+(kill-emacs 0)
+"""
+
+
+def test_emacs_eglot_next_edits_applied_here_and_at_all_places(tmp_path):
+    """A name changed on one line: Eglot hands diffill's hints to Flymake, and its code actions (eglot-code-actions,
+    eglot-execute) apply one there, then the rest at once; the file holds the change everywhere it applies."""
+    emacs = emacs_bin()
+    text = (
+        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
+    )
+    path = tmp_path / "signing.py"
+    path.write_text(text)
+    script = tmp_path / "eglot_next_edits.el"
+    script.write_text(EGLOT_NEXT_EDITS)
+    log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_FILE=str(path),
+        DIFFILL_E2E_READY=str(ready),
+        HOME=str(tmp_path),
+    )
+    proc = subprocess.run(
+        [emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    lines = [json.loads(x[4:]) for x in proc.stdout.splitlines() if x.startswith("E2E ")]
+    diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-2000:]}\nlsp: {LspLog(log).methods()}"
+    assert proc.returncode == 0, diag
+    assert [e["lines"] for e in lines if e.get("event") == "hints"] == [[9, 18, 22], [18, 22], []], diag
+    titles = [e["titles"] for e in lines if e.get("event") == "actions"]
+    assert len(titles) == 2 and any("here" in t for t in titles[0]) and any("all 2 places" in t for t in titles[1])
+    assert path.read_text() == text.replace("mac = hashlib.sha1(key)", "mac = _lazy_sha1(key)"), diag

@@ -17,6 +17,7 @@ from editor_support import (
     tap_command,
     wait_for,
 )
+from next_edit_sample import SIGNING
 from tmux_driver import Tmux
 
 SNIPPET = ROOT / "editors" / "helix" / "languages.toml"
@@ -111,3 +112,76 @@ def test_helix_accepts_an_item_typed_mid_word(tmp_path, request):
 
 def test_helix_first_popup_comes_when_the_model_is_ready_without_another_key(tmp_path, request):
     accept_in_helix(tmp_path, request.getfixturevalue("direct"), request.getfixturevalue("prompt"), early=True)
+
+
+def _hints(log: LspLog) -> list[dict] | None:
+    """The diagnostics of diffill's last publishDiagnostics to the editor (None before any)."""
+    published = [e["msg"] for e in log.entries() if e["dir"] == "s2c" and e["msg"].get("method") == "textDocument/publishDiagnostics"]  # fmt: skip
+    return published[-1]["params"]["diagnostics"] if published else None
+
+
+def test_helix_next_edits_applied_here_and_at_all_places(tmp_path):
+    """A name changed on one line (select, `c`, type): Helix shows diffill's hints, and `space a` lists the code
+    actions: the first (apply here) applies one, then the second at another hint (apply at all 2 places) the rest;
+    `:wq` saves the change everywhere it applies."""
+    hx = require_editor("hx", "Helix")
+    text = (
+        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
+    )
+    path = tmp_path / "signing.py"
+    path.write_text(text)
+    log_path, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
+    cfg = tmp_path / "cfg" / "helix"
+    cfg.mkdir(parents=True)
+    languages = helix_languages(tap_command(log_path, ready), server_settings())
+    # diffill alone for Python: another server's code actions (ruff's, where it is installed) would come first
+    languages, n = re.subn(r'(?m)^language-servers = \["ruff", "jedi", "pylsp", "diffill"\]$', 'language-servers = ["diffill"]', languages)  # fmt: skip
+    assert n == 1, "editors/helix/languages.toml changed shape"
+    (cfg / "languages.toml").write_text(languages)
+    env = {
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TERM": "xterm-256color",
+        "HOME": str(tmp_path),
+    }
+    log = LspLog(log_path)
+    tm = Tmux("hx-next", [hx, "--log", str(tmp_path / "hx.log"), str(path)], tmp_path, env, width=120, height=30)
+
+    def goto(line: int, column: int) -> None:
+        tm.keys(":", literal=True)
+        tm.keys(str(line), literal=True)
+        tm.keys("Enter")
+        tm.keys("g", "h")
+        if column:
+            tm.keys(f"{column}l", literal=True)
+
+    try:
+        wait_for(lambda: ready.exists(), 120, what="diffill's model (ready file from the tap)")
+        goto(5, 10)
+        tm.keys("v", literal=True)
+        tm.keys("11l", literal=True)
+        tm.keys("c", literal=True)
+        for ch in "_lazy_sha1":  # a key at a time, as a user types (Helix may reorder a burst's changes)
+            tm.keys(ch, literal=True, pause=0.05)
+        tm.keys("Escape")
+        three = wait_for(lambda: (h := _hints(log)) and len(h) == 3 and h, 30, what=f"3 hints; screen:\n{tm.screen()}")
+        assert [h["range"]["start"]["line"] for h in three] == [9, 18, 22]
+        goto(10, 10)
+        tm.keys("Space", "a", pause=1.0)
+        wait_for(lambda: "here" in tm.screen(), 20, what=f"the code actions; screen:\n{tm.screen()}")
+        tm.keys("Enter", pause=0.5)  # the first, selected: apply here
+        wait_for(lambda: (h := _hints(log)) is not None and len(h) == 2, 30, what=f"2 hints; screen:\n{tm.screen()}")
+        goto(19, 10)
+        tm.keys("Space", "a", pause=1.0)
+        wait_for(lambda: "all 2 places" in tm.screen(), 20, what=f"the code actions; screen:\n{tm.screen()}")
+        tm.keys("C-n", pause=0.3)  # the second: apply at all 2 places
+        tm.keys("Enter", pause=0.5)
+        wait_for(lambda: _hints(log) == [], 30, what=f"no hints left; screen:\n{tm.screen()}")
+        tm.keys(":wq", literal=True)
+        tm.keys("Enter")
+        assert tm.wait_exit(15), f"helix did not exit; screen:\n{tm.screen()}"
+    finally:
+        tm.close()
+    assert path.read_text() == text.replace("mac = hashlib.sha1(key)", "mac = _lazy_sha1(key)")
+    assert log.methods().count("textDocument/codeAction") >= 2

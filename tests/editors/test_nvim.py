@@ -18,6 +18,7 @@ from editor_support import (
     server_settings,
     tap_command,
 )
+from next_edit_sample import SIGNING
 
 HERE = Path(__file__).parent
 
@@ -178,3 +179,37 @@ def test_nvim_root_is_the_git_folder_else_the_files_own(tmp_path):
     subprocess.run([nvim, "--headless", "-u", str(init)], timeout=60, capture_output=True, check=False)
     roots = json.loads(out.read_text())
     assert [Path(r).resolve() for r in roots] == [loose.resolve(), repo.resolve()]
+
+
+def test_nvim_next_edits_applied_here_and_at_all_places(tmp_path):
+    """A name changed on one line: Neovim shows diffill's hints at the other places (vim.diagnostic), and its code
+    actions (vim.lsp.buf.code_action) apply one there, then the rest at once; the file then holds the change
+    everywhere it applies (not in `return hashlib.sha1(secret)`, another shape)."""
+    nvim = require_editor("nvim", "Neovim")
+    text = (
+        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
+    )
+    path = tmp_path / "signing.py"
+    path.write_text(text)
+    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_READY=str(ready),
+        DIFFILL_E2E_OUT=str(out),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    argv = [nvim, "--headless", "-n", "-i", "NONE", "-u", str(HERE / "nvim_init.lua"), "-S", str(HERE / "nvim_next_edits.lua"), str(path)]  # fmt: skip
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
+    assert result.get("code") == 0, diag
+    assert [h["lnum"] for h in result["hints"]] == [9, 18, 22], diag
+    assert all("_lazy_sha1" in h["message"] for h in result["hints"]), diag
+    expected = text.replace("mac = hashlib.sha1(key)", "mac = _lazy_sha1(key)")
+    assert "return hashlib.sha1(secret)" in expected
+    assert path.read_text() == expected, diag
+    assert LspLog(log).methods().count("textDocument/codeAction") >= 2, diag

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from editor_support import EDITORS_DIR, LspLog, check_proposal, proposal_for, server_settings, tap_command, wait_for
+from next_edit_sample import SIGNING
 
 HERE = Path(__file__).parent
 CODE_SERVER = EDITORS_DIR / "code-server"
@@ -48,19 +49,18 @@ def requirements() -> tuple[str, str]:
     return node, chromium
 
 
-def run_vscode(tmp_path, request, early: bool = False) -> dict:
-    """vscode_e2e.js on the prompt: its result, after checking the ghost text was the server's proposal and Tab
-    applied it. `early`: it types as soon as the extension's status bar item is there, while the model loads."""
+def drive(tmp_path, name: str, text: str, script: str, driver_env: dict[str, str]) -> tuple[dict, LspLog, Path, str]:
+    """code-server with the extension on a workspace holding `text` as `name`, driven by `script` (a playwright
+    driver in this folder, given `driver_env` besides the URL, file, ready file, output and screenshots): (its JSON
+    result, the LSP log, the file, a diagnosis for assertion messages)."""
     node, chromium = requirements()
-    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     ws = tmp_path / "ws"
     data = tmp_path / "data"
     exts = tmp_path / "exts"
     for d in (ws, data / "User", exts):
         d.mkdir(parents=True)
-    path = ws / "example.py"
-    before = prompt[:-1] + "\n"
-    path.write_text(before)
+    path = ws / name
+    path.write_text(text)
     log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
     cmd = tap_command(log, ready)
     s = server_settings()
@@ -136,19 +136,17 @@ def run_vscode(tmp_path, request, early: bool = False) -> dict:
         shots = tmp_path / "shots"
         shots.mkdir()
         drv = subprocess.run(
-            [node, str(HERE / "vscode_e2e.js")],
+            [node, str(HERE / script)],
             env=dict(
                 env,
                 NODE_PATH=str(NODE_MODULES),
                 CS_URL=f"http://127.0.0.1:{port}/?folder={ws}",
                 CS_FILE=str(path),
                 READY=str(ready),
-                LAST_CHAR=prompt[-1],
                 OUT=str(out),
                 SHOTS=str(shots),
                 CHROMIUM=chromium,
-                BEFORE=before,
-                EARLY="1" if early else "0",
+                **driver_env,
             ),
             capture_output=True,
             text=True,
@@ -167,8 +165,18 @@ def run_vscode(tmp_path, request, early: bool = False) -> dict:
         f"driver rc={drv.returncode} result={result}\nstdout={drv.stdout[-2000:]}\nstderr={drv.stderr[-2000:]}\n"
         f"lsp: {LspLog(log).methods()}\nscreenshots in {tmp_path / 'shots'}"
     )
+    return result, LspLog(log), path, diag
+
+
+def run_vscode(tmp_path, request, early: bool = False) -> dict:
+    """vscode_e2e.js on the prompt: its result, after checking the ghost text was the server's proposal and Tab
+    applied it. `early`: it types as soon as the extension's status bar item is there, while the model loads."""
+    direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
+    before = prompt[:-1] + "\n"
+    driver_env = {"LAST_CHAR": prompt[-1], "BEFORE": before, "EARLY": "1" if early else "0"}
+    result, log, path, diag = drive(tmp_path, "example.py", before, "vscode_e2e.js", driver_env)
     assert result.get("code") == 0, diag
-    p = proposal_for(LspLog(log), "textDocument/inlineCompletion", prompt + "\n")
+    p = proposal_for(log, "textDocument/inlineCompletion", prompt + "\n")
     # the rendered ghost text is the proposal (VS Code renders it in pieces, wrapped; spaces are non-breaking)
     shown = "".join(result["ghost"]).replace("\u00a0", " ")
     assert shown.strip() and shown == p.text.replace("\n", ""), (shown, p.text)
@@ -190,3 +198,17 @@ def test_vscode_first_ghost_text_comes_when_the_model_is_ready_without_another_k
     result = run_vscode(tmp_path, request, early=True)
     assert result["typed_before_ready"] is True, result
     assert "loading" in result["status_when_typed"], result
+
+
+def test_vscode_next_edits_applied_here_and_at_all_places(tmp_path):
+    """A name changed on one line: VS Code draws diffill's hints, and its quick fixes (Ctrl+.) apply one there,
+    then the rest at once; Ctrl+S saves the change everywhere it applies."""
+    text = (
+        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
+    )
+    result, log, path, diag = drive(tmp_path, "signing.py", text, "vscode_next_edits.js", {})
+    assert result.get("code") == 0, diag
+    assert result["hints"] == [3, 2], diag
+    assert any("here" in m for m in result["menus"][0]) and any("all 2 places" in m for m in result["menus"][1]), diag
+    assert path.read_text() == text.replace("mac = hashlib.sha1(key)", "mac = _lazy_sha1(key)"), diag
+    assert log.methods().count("textDocument/codeAction") >= 2, diag

@@ -69,6 +69,11 @@ def test_a_change_typed_then_paused_is_hinted_where_it_applies_and_applied_by_co
     now = SOURCE.replace("    mac = hashlib.sha1(key)\n    return mac.digest()\n", "    mac = _lazy_sha1(key)\n    return mac.digest()\n", 1)  # fmt: skip
     assert _apply(now, edits) == now.replace("hashlib.sha1(key)", "_lazy_sha1(key)")
 
+    # the cursor on the hinted place: the inline completion there is the next edit (Tab applies it)
+    cursor = hints[0]["range"]["start"]
+    got = client.result("textDocument/inlineCompletion", {"textDocument": {"uri": URI}, "position": cursor, "context": {"triggerKind": 1}})  # fmt: skip
+    assert [(i["insertText"], i["range"]) for i in got["items"]] == [("_lazy_sha1", edits[0]["range"])]
+
     # a keystroke on the hinted place contradicts it: the hint goes
     _type(client, 9, 10, 1, "H", 100)
     assert client.wait_for(lambda: _hints(client) == [], timeout=10)
