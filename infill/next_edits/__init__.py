@@ -51,8 +51,8 @@ class NextEdits:
 
     A name replaced by another (`t.AnyStr` -> `_TSerialized`, `hashlib.sha1` -> `_lazy_sha1`) is carried to the
     other places of the same shape at once, but not where the name is a local of its function. Any other change (a
-    suffix added, an argument list reworked) is carried only once the user has made it twice: one such change alone
-    is as likely a local fix. The last CARRIED changes are carried until their places are gone (made, or edited
+    suffix added, an argument list reworked, a method's name after its object's `.`) is carried only once the user
+    has made it twice: one such change alone is as likely a local fix. The last CARRIED changes are carried until their places are gone (made, or edited
     otherwise): each edit's proposals are theirs, the newest first where two want one place.
     """
 
@@ -91,7 +91,10 @@ class NextEdits:
         made = Made(change, shape(before, at, at + len(change.old)))
         same = [m for m in self._made if (m.change.old, m.change.new) == (change.old, change.new)] + [made]
         self._made.append(made)
-        name = NAME.fullmatch(change.old) is not None and _names_only(before, at, at + len(change.old))
+        # A method or attribute named after its object's `.` is renamed at some of its uses as often as at all of them
+        # (docs/benchmarks.md, "Next edits"): like any other change, it is carried once the user made it twice.
+        member = change.left == "."
+        name = NAME.fullmatch(change.old) is not None and not member and _names_only(before, at, at + len(change.old))
         if len(same) > 1 or (name and not bound_locally(before, at, change.old)):
             return Carried(tuple(same), name)
         return None

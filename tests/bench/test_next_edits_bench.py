@@ -10,12 +10,15 @@ from next_edit_sample import SIGNING
 from diffill.bench.history import file_changes
 from diffill.bench.next_edits import run
 
-V1 = SIGNING.replace("    return hashlib.sha1(secret)\n", "    mac = hashlib.sha1(secret)\n    return mac\n")
+V1 = (
+    SIGNING.replace("    return hashlib.sha1(secret)\n", "    mac = hashlib.sha1(secret)\n    return mac\n")
+    + "\n\nDEFAULT = hashlib.sha256\nFALLBACK = hashlib.sha256\n"
+)
 
 # the same name replaced at three places (a repeated change), and an unrelated line
 V2 = V1.replace("hashlib.sha1", "_lazy_sha1").replace("import hashlib\n", "import hashlib  # noqa: F401\n")
-# one hunk: the other `digest` is proposed and is wrong (it stays)
-V3 = V2.replace("    return mac.digest()\n", "    return mac.hexdigest()\n")
+# one hunk: the other `hashlib.sha256` is proposed and is wrong (it stays)
+V3 = V2.replace("DEFAULT = hashlib.sha256", "DEFAULT = _sha256")
 
 
 def _git(repo, *args):
@@ -49,7 +52,7 @@ def test_the_replay_scores_proposals_against_the_hunks_to_come(tmp_path):
     assert json.loads(lines[-1]) == summary
     assert lines[-2] == f"training overlap: {100 * summary['training_overlap']:.1f} %"
     # V1 -> V2: after the first sha1 hunk both other sha1 lines are proposed, exactly (the import's hunk first)
-    # V2 -> V3: the other `.digest()` is proposed, and wrong
+    # V2 -> V3: the other `hashlib.sha256` is proposed, and wrong
     assert summary["edits"] == 5
     assert summary["proposals"] == 3
     assert summary["precision"] == round(2 / 3, 3)

@@ -69,3 +69,10 @@ def test_digits_and_single_letters_are_local_fixes():
 def test_a_proposal_that_adds_a_parse_error_is_never_offered():
     assert Typist("a = old(1)\nb = old(2)\n").edit(0, "a = new(1)\n") == ["b = old(2)"]
     assert Typist("a = old(1)\nb = old(2)\n").edit(0, "a = del(1)\n") == []  # (the edit's own error aside)
+
+
+def test_a_methods_name_after_its_object_is_carried_once_made_twice():
+    text = "a = x.digest()\nb = y.digest()\nc = z.digest()\n"
+    t = Typist(text)
+    assert t.edit(0, "a = x.hexdigest()\n") == []  # a method renamed at one call: as often at some calls only
+    assert t.edit(1, "b = y.hexdigest()\n") == ["c = z.digest()"]
