@@ -16,3 +16,8 @@ def verify(key, value):
 def derive(secret):
     return hashlib.sha1(secret)
 """
+
+# the same with two more places of the change's shape: one for "apply here", two for "apply at all 2 places"
+SIGNING_FOUR = (
+    SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
+)

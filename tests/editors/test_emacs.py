@@ -26,7 +26,7 @@ from editor_support import (
     tap_command,
     wait_for,
 )
-from next_edit_sample import SIGNING
+from next_edit_sample import SIGNING_FOUR
 from tmux_driver import Tmux
 
 HERE = Path(__file__).parent
@@ -294,9 +294,7 @@ def test_emacs_eglot_next_edits_applied_here_and_at_all_places(tmp_path):
     """A name changed on one line: Eglot hands diffill's hints to Flymake, and its code actions (eglot-code-actions,
     eglot-execute) apply one there, then the rest at once; the file holds the change everywhere it applies."""
     emacs = emacs_bin()
-    text = (
-        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
-    )
+    text = SIGNING_FOUR
     path = tmp_path / "signing.py"
     path.write_text(text)
     script = tmp_path / "eglot_next_edits.el"

@@ -17,7 +17,7 @@ from editor_support import (
     tap_command,
     wait_for,
 )
-from next_edit_sample import SIGNING
+from next_edit_sample import SIGNING_FOUR
 from tmux_driver import Tmux
 
 SNIPPET = ROOT / "editors" / "helix" / "languages.toml"
@@ -125,9 +125,7 @@ def test_helix_next_edits_applied_here_and_at_all_places(tmp_path):
     actions: the first (apply here) applies one, then the second at another hint (apply at all 2 places) the rest;
     `:wq` saves the change everywhere it applies."""
     hx = require_editor("hx", "Helix")
-    text = (
-        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
-    )
+    text = SIGNING_FOUR
     path = tmp_path / "signing.py"
     path.write_text(text)
     log_path, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"

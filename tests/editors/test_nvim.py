@@ -18,7 +18,7 @@ from editor_support import (
     server_settings,
     tap_command,
 )
-from next_edit_sample import SIGNING
+from next_edit_sample import SIGNING_FOUR
 
 HERE = Path(__file__).parent
 
@@ -27,6 +27,24 @@ def nvim_version(nvim: str) -> tuple[int, int]:
     out = subprocess.run([nvim, "--version"], capture_output=True, text=True, timeout=30).stdout
     m = re.search(r"NVIM v(\d+)\.(\d+)", out)
     return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def nvim_env(tmp_path, **extra: str) -> tuple[Path, Path, Path, dict[str, str]]:
+    """(the LSP log, the ready file, the driver's result file, the environment) of a Neovim run in `tmp_path`: the
+    plugin from this checkout, the server through the recording tap, Neovim's state and data kept in `tmp_path`."""
+    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
+    env = dict(
+        os.environ,
+        DIFFILL_ROOT=str(ROOT),
+        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
+        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
+        DIFFILL_E2E_READY=str(ready),
+        DIFFILL_E2E_OUT=str(out),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        **extra,
+    )
+    return log, ready, out, env
 
 
 def run_nvim_ghost_text(tmp_path, request, early: bool = False) -> tuple[dict, object]:
@@ -38,18 +56,7 @@ def run_nvim_ghost_text(tmp_path, request, early: bool = False) -> tuple[dict, o
     direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt + "\n")
-    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
-    env = dict(
-        os.environ,
-        DIFFILL_ROOT=str(ROOT),
-        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
-        DIFFILL_E2E_READY=str(ready),
-        DIFFILL_E2E_OUT=str(out),
-        DIFFILL_E2E_EARLY="1" if early else "0",
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
+    log, ready, out, env = nvim_env(tmp_path, DIFFILL_E2E_EARLY="1" if early else "0")
     proc = subprocess.run(
         [
             nvim,
@@ -112,17 +119,7 @@ def test_nvim011_completion_menu_fallback(tmp_path, request):
     direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt + "\n")
-    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
-    env = dict(
-        os.environ,
-        DIFFILL_ROOT=str(ROOT),
-        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
-        DIFFILL_E2E_READY=str(ready),
-        DIFFILL_E2E_OUT=str(out),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
+    log, ready, out, env = nvim_env(tmp_path)
     proc = subprocess.run(
         [
             nvim,
@@ -186,22 +183,10 @@ def test_nvim_next_edits_applied_here_and_at_all_places(tmp_path):
     actions (vim.lsp.buf.code_action) apply one there, then the rest at once; the file then holds the change
     everywhere it applies (not in `return hashlib.sha1(secret)`, another shape)."""
     nvim = require_editor("nvim", "Neovim")
-    text = (
-        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
-    )
+    text = SIGNING_FOUR
     path = tmp_path / "signing.py"
     path.write_text(text)
-    log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
-    env = dict(
-        os.environ,
-        DIFFILL_ROOT=str(ROOT),
-        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
-        DIFFILL_E2E_READY=str(ready),
-        DIFFILL_E2E_OUT=str(out),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-    )
+    log, ready, out, env = nvim_env(tmp_path)
     argv = [nvim, "--headless", "-n", "-i", "NONE", "-u", str(HERE / "nvim_init.lua"), "-S", str(HERE / "nvim_next_edits.lua"), str(path)]  # fmt: skip
     proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     result = json.loads(out.read_text()) if out.exists() else {}

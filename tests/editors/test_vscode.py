@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from editor_support import EDITORS_DIR, LspLog, check_proposal, proposal_for, server_settings, tap_command, wait_for
-from next_edit_sample import SIGNING
+from next_edit_sample import SIGNING_FOUR
 
 HERE = Path(__file__).parent
 CODE_SERVER = EDITORS_DIR / "code-server"
@@ -203,9 +203,7 @@ def test_vscode_first_ghost_text_comes_when_the_model_is_ready_without_another_k
 def test_vscode_next_edits_applied_here_and_at_all_places(tmp_path):
     """A name changed on one line: VS Code draws diffill's hints, and its quick fixes (Ctrl+.) apply one there,
     then the rest at once; Ctrl+S saves the change everywhere it applies."""
-    text = (
-        SIGNING + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n\n\ndef again(key):\n    mac = hashlib.sha1(key)\n"
-    )
+    text = SIGNING_FOUR
     result, log, path, diag = drive(tmp_path, "signing.py", text, "vscode_next_edits.js", {})
     assert result.get("code") == 0, diag
     assert result["hints"] == [3, 2], diag
