@@ -67,6 +67,7 @@ def run(root: str, runs: int = 5, settings: dict[str, Any] | None = None, out: C
 KEYSTROKE_GAP_S = 0.05  # a fast typist
 TYPED_LINES = 4  # lines typed back after the first answer, a keystroke and a request each
 FIRST_ANSWER_S = 60  # a launch with no answer by then reports none
+PHASES = {"loading": "while the model loads", "indexing": "while indexing", "after": "after"}
 
 
 def _typing_document(root: str) -> tuple[str, str, str]:
@@ -103,8 +104,8 @@ def _keystroke(client: RawClient, uri: str, text: str, ch: str, version: int) ->
 
 def first_answers(root: str, settings: dict[str, Any]) -> dict[str, Any]:
     """One launch with `root` as the workspace: the ms from the `initialize` answer to the first non-empty
-    completion (a request every KEYSTROKE_GAP_S from then on), then the keystrokes' latencies while the workspace
-    index is being built and after it is."""
+    completion (a request every KEYSTROKE_GAP_S from then on), then the keystrokes' latencies by what the daemon
+    was doing: loading the model (answers from the code around alone), building the workspace index, done."""
     client = RawClient(env={"DIFFILL_TEST_HOOKS": "0"})
     try:
         client.initialize(settings, str(Path(root).resolve()))
@@ -119,27 +120,26 @@ def first_answers(root: str, settings: dict[str, Any]) -> dict[str, Any]:
                 first_ms = (time.perf_counter() - initialized) * 1e3
             else:
                 time.sleep(KEYSTROKE_GAP_S)
-        during: list[float] = []
-        after: list[float] = []
+        phases: dict[str, list[float]] = {"loading": [], "indexing": [], "after": []}
         version, done = 1, 0
-        while done < 2 * len(typed) and time.perf_counter() - initialized < TIMEOUT_S:
-            indexing = client.status()["workspace"]["indexing"]
-            if not indexing and not during and done == 0:
-                break  # the index was built before the first answer: nothing to compare
+        while done < 3 * len(typed) and time.perf_counter() - initialized < TIMEOUT_S:
+            status = client.status()
+            phase = "loading" if not status["ready"] else "indexing" if status["workspace"]["indexing"] else "after"
+            if phase == "after" and not phases["indexing"] and done == len(phases["loading"]) and done > 0:
+                break  # the index was built before the model was ready: nothing to compare
             ch = typed[done % len(typed)]
             version += 1
-            ms = _keystroke(client, uri, text, ch, version)
+            phases[phase].append(_keystroke(client, uri, text, ch, version))
             text += ch
-            (during if indexing else after).append(ms)
             done += 1
-            if not indexing and len(after) >= len(typed):
+            if len(phases["after"]) >= len(typed):
                 break
             time.sleep(KEYSTROKE_GAP_S)
         status = client.status()
         client.shutdown()
     finally:
         client.close()
-    return {"first_answer_ms": first_ms, "during": during, "after": after, "files": status["workspace"]["files"]}
+    return {"first_answer_ms": first_ms, **phases, "files": status["workspace"]["files"]}
 
 
 def _p95(values: list[float]) -> float:
@@ -150,25 +150,27 @@ def _p95(values: list[float]) -> float:
 def run_first_answers(
     root: str, runs: int = 3, settings: dict[str, Any] | None = None, out: Callable[[str], None] = print
 ) -> dict:
-    """`runs` launches: the first answer after `initialize`, and keystroke latency while the index builds and after."""
-    firsts, during, after = [], [], []
+    """`runs` launches: the first answer after `initialize`, and keystroke latency while the model loads, while the
+    index builds and after."""
+    firsts: list[float | None] = []
+    phases: dict[str, list[float]] = {"loading": [], "indexing": [], "after": []}
     for i in range(runs):
         got = first_answers(root, settings or {})
         firsts.append(got["first_answer_ms"])
-        during += got["during"]
-        after += got["after"]
+        for name, times in phases.items():
+            times += got[name]
         shown = "never" if got["first_answer_ms"] is None else f"{got['first_answer_ms']:.0f} ms"
-        out(
-            f"launch {i + 1}: first answer {shown} after initialize; {len(got['during'])} keystrokes while indexing "
-            f"(p95 {_p95(got['during']):.0f} ms), {len(got['after'])} after (p95 {_p95(got['after']):.0f} ms); "
-            f"{got['files']} files indexed"
-        )
+        counts = ", ".join(f"{len(got[n])} {PHASES[n]} (p95 {_p95(got[n]):.0f} ms)" for n in phases)
+        out(f"launch {i + 1}: first answer {shown} after initialize; keystrokes {counts}; {got['files']} files indexed")
     answered = [f for f in firsts if f is not None]
+    during, after = phases["indexing"], phases["after"]
     ratio = _p95(during) / _p95(after) if during and after else None
     out(
-        f"median first answer {statistics.median(answered):.0f} ms after initialize; keystroke p95 while indexing "
-        f"{_p95(during):.0f} ms, after {_p95(after):.0f} ms" + (f" (ratio {ratio:.2f})" if ratio else "")
+        f"median first answer {statistics.median(answered):.0f} ms after initialize; keystroke p95 while the model "
+        f"loads {_p95(phases['loading']):.0f} ms, while indexing {_p95(during):.0f} ms, after {_p95(after):.0f} ms"
+        + (f" (ratio {ratio:.2f})" if ratio else "")
         if answered
         else "no answer"
     )
-    return {"first_answer_ms": firsts, "during_p95_ms": _p95(during), "after_p95_ms": _p95(after), "ratio": ratio}
+    p95s = {f"{name}_p95_ms": _p95(times) for name, times in phases.items()}
+    return {"first_answer_ms": firsts, **p95s, "ratio": ratio}

@@ -6,8 +6,9 @@ them back one character at a time, as in an editor with ghost text: after a newl
 the suggestion is exactly what the user was about to type (the whole of it, possibly several lines) the user
 accepts it with one key; otherwise they type on and the suggestion counts as a wrong one shown.
 
-The same loop runs two suggesters without a model beside the daemon: Vim's Ctrl-P (the word being typed
-completed with the nearest word of the buffer that extends it) and an oracle offering the rest of the line. What
+The same loop runs three suggesters without a model beside the daemon: Vim's Ctrl-P (the word being typed
+completed with the nearest word of the buffer that extends it), an oracle offering the rest of the line, and what
+the daemon answers while its model loads (infill.sources.lookup, run in this process). What
 is reported for each: keystrokes saved (1 - keystrokes used / keystrokes without completion), wrong suggestions per
 100 keystrokes typed, accepted suggestions and their mean length, and (for the daemon) request latency.
 """
@@ -30,7 +31,11 @@ from pygls.lsp.client import LanguageClient
 
 from diffill.bench.cases import source_texts
 from diffill.bench.lsp import initialize_params, position, shown_settings, wait_read
+from diffill.infill.context.folder import FolderFiles
+from diffill.infill.context.neighbours import neighbours_of
 from diffill.infill.languages import language_for
+from diffill.infill.sources.lookup import LookupAnswers, embedded_lookups
+from diffill.model.embedded import prefetch_memory
 
 from .overlap import report_overlap
 
@@ -220,6 +225,20 @@ def line_oracle(case: TypingCase) -> Suggest:
     return suggest
 
 
+def before_model(case: TypingCase, lookups: LookupAnswers, folder: FolderFiles, tally: Tally) -> Suggest:
+    """The daemon's answers while its model loads: the code around and the corpus memory alone, the document open
+    under the file's own path (so its saved copy, which holds the truth, is left out as the daemon leaves it out)."""
+
+    async def suggest(document: str, cursor: int, _keystroke: Keystroke | None) -> str | None:
+        t0 = time.perf_counter()
+        around = neighbours_of(case.path, lambda: {case.path: document}, folder, None)
+        answer = lookups.answer(document, cursor, around)
+        tally.latencies_ms.append((time.perf_counter() - t0) * 1e3)
+        return answer
+
+    return suggest
+
+
 # ---------------------------------------------------------------- the daemon
 
 
@@ -318,11 +337,18 @@ async def _run(
     roots: list[str], n: int, seed: int, lines: int, settings: dict, out: Callable[[str], None], dump: str | None
 ) -> dict[str, dict[str, float]]:
     cases = typing_cases(roots, n, lines, random.Random(seed))
-    tallies = {"diffill": Tally(), "ctrl-p": Tally(), "line oracle": Tally()}
+    tallies = {"diffill": Tally(), "before the model": Tally(), "ctrl-p": Tally(), "line oracle": Tally()}
     dumped = []
+    lookups, folder = embedded_lookups(), FolderFiles()
+    if lookups is not None:  # the daemon has its corpus memory a second or two after start (model.embedded)
+        prefetched = prefetch_memory("")
+        if prefetched is not None:
+            prefetched.join()
     for case in cases:
         await type_case(case, ctrl_p, tallies["ctrl-p"])
         await type_case(case, line_oracle(case), tallies["line oracle"])
+        if lookups is not None:
+            await type_case(case, before_model(case, lookups, folder, tallies["before the model"]), tallies["before the model"])  # fmt: skip
     daemon = Daemon(roots, settings)
     await daemon.start()
     try:
@@ -358,7 +384,7 @@ async def _run(
     out("|---|---|---|---|---|---|")
     for name in tallies:
         s = result[name]
-        lat = f"{s['p50_ms']} / {s['p95_ms']}" if s["requests"] and name == "diffill" else "-"
+        lat = f"{s['p50_ms']} / {s['p95_ms']}" if s["requests"] else "-"
         out(
             f"| {name} | {s['saved']:.3f} | {s['wrong_per_100']:.1f} | {s['accepted']} | "
             f"{s['mean_accepted_chars']} | {lat} |"

@@ -16,12 +16,14 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from diffill.infill.completion import Completion, edit_key
+from diffill.infill.context.folder import FolderFiles
+from diffill.infill.context.neighbours import Neighbours, neighbours_of
 from diffill.infill.context.recent_edits import RecentEdits
 from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.cost import Cost
@@ -40,6 +42,7 @@ from .settings import Settings, SettingsError, engine_options, parse_settings
 if TYPE_CHECKING:  # (imported where used: the engine pulls in torch, which loads after `initialize`)
     from diffill.infill.engine import CompletionEngine
     from diffill.infill.options import EngineOptions
+    from diffill.infill.sources.lookup import LookupAnswers
     from diffill.model.runtime import LoadedModel
 
 log = logging.getLogger("diffill")
@@ -85,6 +88,7 @@ class Session:
             "stale": 0,
             "errors": 0,
             "copied": 0,  # answers copied from the code around (a line of the file, a file beside, an open document)
+            "before_model": 0,  # answers given while the model loaded (infill.sources.lookup)
         }
         self.last_latency_ms = 0.0  # the last answered request's, keystroke to answer (diffill/status)
         self.cost = Cost()  # what the model's answers cost, summed (diffill/status: bench lsp reads it)
@@ -92,6 +96,9 @@ class Session:
         self.workspace_index: WorkspaceIndex | None = None
         self.recent = RecentEdits()
         self.context_enabled = False
+        # what answers while the model loads: built at the first request then (False: no embedded model to read)
+        self.lookups: LookupAnswers | Literal[False] | None = None
+        self.folder = FolderFiles()
 
     # ----- settings and the model -----
     def apply_settings(self, raw: Any, initial: bool = False) -> bool:
@@ -124,9 +131,13 @@ class Session:
         self.failover = None
         if loaded.device == "server":
             self.failover = Failover(engine, self._embedded_engine, loaded.model.probe, self.loader.server_report)
+        first = self.engine is None
         self.engine = engine
         if previous is not None and previous.device == "server":  # its connections and their thread
             best_effort(previous.model.close)
+        if first:  # the documents opened while the model loaded: their first answers find the files beside read
+            for uri in list(self.docs):
+                self._warm_sources(uri)
 
     def _engine(self, loaded: LoadedModel) -> CompletionEngine:
         from diffill.infill.engine import CompletionEngine
@@ -181,6 +192,8 @@ class Session:
             return
         self.docs[item.uri] = state
         self._warm_sources(item.uri)
+        if self.engine is None:  # the first requests may come while the model loads
+            self.scheduler.executor.submit(best_effort, self._warm_lookups, item.uri)
 
     def _warm_sources(self, uri: str) -> None:
         """Tokenize and index the files beside a document just opened, on a thread of its own (a completion never
@@ -268,6 +281,52 @@ class Session:
             waited += poll_s
         return self.engine is not None
 
+    def _build_lookups(self) -> None:
+        """The lookups, built once on the model thread (before the model loads it is free): the tokenizer read and
+        its vocabulary spelled out."""
+        if self.lookups is None:
+            from diffill.infill.sources.lookup import embedded_lookups  # (numpy and tokenizers: after `initialize`)
+
+            self.lookups = embedded_lookups() or False
+
+    def _around(self, uri: str) -> Neighbours:
+        """The open documents and the folder's files around `uri` (infill.context.neighbours)."""
+        roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
+        return neighbours_of(to_fs_path(uri), self._open_documents, self.folder, roots)
+
+    def _warm_lookups(self, uri: str) -> None:
+        """The lookups built and the texts around a document just opened read and indexed for them, while the
+        model loads: the first request there finds them ready."""
+        self._build_lookups()
+        if self.lookups and self.engine is None:
+            around = self._around(uri)
+            self.lookups.evidence.warm(around.opened, around.folder)
+
+    async def _looked_up(
+        self, uri: str, state: DocState, line: int, character: int, encoding: str
+    ) -> Completion | None:
+        """The rest of the line from the code around and the corpus memory (infill.sources.lookup), for a request
+        that comes while the model loads; None once it has loaded, or when they are not sure."""
+        loading = self.loader.state
+        if loading != "not loaded" and not loading.startswith("loading"):
+            return None
+        offset = state.doc.offset_at(line, character, encoding)
+        text = state.doc.text
+
+        def look_up() -> str | None:
+            self._build_lookups()
+            return self.lookups.answer(text, offset, self._around(uri)) if self.lookups else None
+
+        try:
+            rest = await asyncio.get_running_loop().run_in_executor(self.scheduler.executor, look_up)
+        except Exception:  # a head start only: the model answers once loaded
+            log.exception("looking up the rest of the line in %s", uri)
+            return None
+        if rest is None or self.docs.get(uri) is not state or state.doc.text is not text:
+            return None
+        self.stats["before_model"] += 1
+        return Completion(offset, offset, rest, kind="line", source="lookup")
+
     async def complete(
         self, uri: str, line: int, character: int, encoding: str, ghost: bool = True
     ) -> tuple[DocState, Completion] | None:
@@ -286,6 +345,9 @@ class Session:
             return None
         if self.engine is None:
             arrived = state.version
+            looked_up = await self._looked_up(uri, state, line, character, encoding)
+            if looked_up is not None:  # while the model loads: the code around and the corpus memory alone
+                return state, looked_up
             if not await self._model_ready():
                 log.info("completion without a model (%s)", self.loader.state)
                 return None

@@ -140,6 +140,16 @@ _LOADED: dict[tuple[str, float], CorpusMemory] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+def built_memory(path: str | Path) -> CorpusMemory | None:
+    """The memory in `path` once `load_memory` has built it, else None at once: a build under way is not waited
+    for (the answers given while the model loads go on without it)."""
+    try:
+        path = Path(path)
+        return _LOADED.get((str(path.resolve()), path.stat().st_mtime))
+    except OSError:
+        return None
+
+
 def load_memory(path: str | Path, vocab_size: int) -> CorpusMemory:
     """The memory in `path` (safetensors, tensor "ids"), built once per process and file version."""
     path = Path(path)

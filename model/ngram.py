@@ -6,17 +6,23 @@ the document and the files beside it spells it right, because code repeats itsel
 occur in the code around, p = (1 - w) p_model + w p_cache, p_cache being how those occurrences continue and w
 growing with the length of the context matched. The model still rules: a continuation the code around never
 shows keeps (1 - w) of its probability, and where nothing matches the model is left alone.
+
+The lookups alone (`TokenIndex`, `NgramMixer.belief` and `draft`) need no torch: they answer while the model and
+torch still load (infill.sources.lookup), so torch is imported only by the functions that mix into logits.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import torch
 
 from .corpus_memory import KEY_ORDER, CorpusMemory, extend_match
+
+if TYPE_CHECKING:
+    import torch
 
 MIN_ORDER = 2  # context tokens that must match (one token alone, `(` or `.`, says little)
 MAX_ORDER = 12  # longest context compared: past this the evidence is as strong as it gets
@@ -67,6 +73,16 @@ class TokenIndex:
         return n, self.ids[last + 1]
 
 
+class Belief(NamedTuple):
+    """What follows a context: the next `ids` with their `probs`, the `weight` it is mixed in with, and how many
+    tokens of context matched (`order`)."""
+
+    ids: np.ndarray
+    probs: np.ndarray
+    weight: float
+    order: int
+
+
 class NgramMixer:
     """Mixes the cache's next-token distribution into the model's: `mix(tokens, logp)` for the tokens an answer
     has so far (after the prompt, whose last tokens `tail` holds) and the model's log-probabilities of the next.
@@ -90,7 +106,7 @@ class NgramMixer:
         self.memory = memory if memory is not None and len(memory) else None
         self.memory_weight = memory_weight  # w of the memory at KEY_ORDER tokens matched
         self.memory_per_order = memory_per_order  # ... plus this per further token (at most MAX_MEMORY_WEIGHT)
-        self._memo: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float] | None] = {}
+        self._memo: dict[tuple[int, ...], Belief | None] = {}
 
     def after(self, head: Sequence[int]) -> NgramMixer:
         """The same mixer for a prompt that `head` extends (its memo shared: contexts are absolute)."""
@@ -98,17 +114,18 @@ class NgramMixer:
         other.tail = (self.tail + list(head))[-MAX_ORDER:]
         return other
 
-    def _recalled(self, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """(ids, probabilities, w) of the memory after the tail and `tokens`, or None (no memory, no match)."""
+    def _recalled(self, tokens: Sequence[int]) -> Belief | None:
+        """The memory's belief after the tail and `tokens`, or None (no memory, no match)."""
         if self.memory is None:
             return None
         n, ids, probs = self.memory.continuations((self.tail + list(tokens))[-MAX_ORDER:])
         if not n:
             return None
-        return ids, probs, min(MAX_MEMORY_WEIGHT, self.memory_weight + self.memory_per_order * (n - KEY_ORDER))
+        w = min(MAX_MEMORY_WEIGHT, self.memory_weight + self.memory_per_order * (n - KEY_ORDER))
+        return Belief(ids, probs, w, n)
 
-    def _cache(self, tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """(ids, probabilities, w) of the cache after the tail and `tokens`, or None when no context matches."""
+    def _cache(self, tokens: Sequence[int]) -> Belief | None:
+        """The cache's belief after the tail and `tokens`, or None when no context matches."""
         context = tuple((self.tail + list(tokens))[-MAX_ORDER:])
         if context in self._memo:
             return self._memo[context]
@@ -119,7 +136,7 @@ class NgramMixer:
             follow = np.concatenate([ids for order, ids in found if order == n])
             ids, counts = np.unique(follow, return_counts=True)
             w = min(0.95, self.weight + self.per_order * (n - MIN_ORDER))
-            out = ids, counts / counts.sum(), w
+            out = Belief(ids, counts / counts.sum(), w, n)
         self._memo[context] = out
         return out
 
@@ -130,20 +147,24 @@ class NgramMixer:
         of prompt lookup decoding)."""
         context, drafted = list(tokens), []
         while len(drafted) < room and not (drafted and drafted[-1] in stop_ids):
-            found = self._cache(context) or self._recalled(context)
+            found = self.belief(context)
             if found is None:
                 break
-            ids, probs, _ = found
-            drafted.append(int(ids[int(np.argmax(probs))]))
+            drafted.append(int(found.ids[int(np.argmax(found.probs))]))
             context.append(drafted[-1])
         return drafted
+
+    def belief(self, tokens: Sequence[int]) -> Belief | None:
+        """What follows the tail and `tokens`: the code around's belief where it matches, else the corpus
+        memory's, else None."""
+        return self._cache(tokens) or self._recalled(tokens)
 
     def mix(self, tokens: Sequence[int], logp: torch.Tensor) -> torch.Tensor:
         """log((1 - w) p + w p_cache) over the vocabulary, p being the model's distribution with the memory's
         mixed in the same way (`logp` itself when neither has anything)."""
         for found in (self._recalled(tokens), self._cache(tokens)):
             if found is not None:
-                logp = _interpolate(logp, *found)
+                logp = _interpolate(logp, found.ids, found.probs, found.weight)
         return logp
 
     def mix_at(self, tokens: Sequence[int], logp: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -152,12 +173,14 @@ class NgramMixer:
         picked = logp.index_select(0, ids)
         for found in (self._recalled(tokens), self._cache(tokens)):
             if found is not None:
-                picked = _interpolate_at(picked, ids, *found)
+                picked = _interpolate_at(picked, ids, found.ids, found.probs, found.weight)
         return picked
 
 
 def _interpolate(logp: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: float) -> torch.Tensor:
     """log((1 - w) exp(logp) + w q), q being `probs` on `ids` and 0 elsewhere."""
+    import torch
+
     p = logp.exp() * (1.0 - w)
     p.index_add_(0, torch.as_tensor(ids, device=p.device), torch.as_tensor(probs * w, dtype=p.dtype))
     return p.clamp_min(1e-30).log()
@@ -167,6 +190,8 @@ def _interpolate_at(
     picked: torch.Tensor, at: torch.Tensor, ids: np.ndarray, probs: np.ndarray, w: float
 ) -> torch.Tensor:
     """`_interpolate` at the ids `at` alone, `picked` being the log-probabilities there."""
+    import torch
+
     q = dict(zip(ids.tolist(), (probs * w).tolist(), strict=True))
     p = picked.exp() * (1.0 - w)
     p = p + torch.tensor([q.get(i, 0.0) for i in at.tolist()], dtype=p.dtype, device=p.device)
@@ -179,6 +204,8 @@ def mixed_rows(mix: NgramMixer, logits: torch.Tensor, pinned: torch.Tensor | Non
     decoder writes its positions in parallel, each blind to what the others chose, so a name it half spells is
     spelled on as the code around spells it. `pinned` [C] bool: rows left unmixed (held positions); an id the
     logits rule out (at the dtype's minimum: token healing's first token) stays out."""
+    import torch
+
     logp = torch.log_softmax(logits.float(), dim=-1)
     floor = torch.finfo(logits.dtype).min
     out: list[int] = []

@@ -85,7 +85,7 @@ class WorkspaceIndex:
         self.max_pending, self.debounce_s = max_pending, debounce_s
         self.yield_to = yield_to  # true while completions wait or run: the index does nothing meanwhile
         self.quiet_for = quiet_for  # seconds since the completions were last busy
-        self.scanning = False  # the initial scan (or a rescan) is under way
+        self.scanning = True  # the first scan is due (the daemon starts it later) or under way, or a rescan is
         self._lock = threading.Lock()
         self._chunks: dict[str, list[Chunk]] = {}
         self._chunk_total = 0  # chunks in `_chunks`

@@ -138,9 +138,10 @@ def test_the_daemon_run_reports_every_suggester_and_dumps_what_it_showed(tmp_pat
     dump = tmp_path / "typing.jsonl"
     lines: list[str] = []
     result = run([str(root)], n=2, lines=2, out=lines.append, dump=str(dump))
-    assert set(result) == {"diffill", "ctrl-p", "line oracle", "training_overlap"}
-    ours = result["diffill"]
-    assert ours["keystrokes_without"] == result["ctrl-p"]["keystrokes_without"] > 0
+    assert set(result) == {"diffill", "before the model", "ctrl-p", "line oracle", "training_overlap"}
+    ours, looked_up = result["diffill"], result["before the model"]
+    assert ours["keystrokes_without"] == result["ctrl-p"]["keystrokes_without"] == looked_up["keystrokes_without"] > 0
+    assert looked_up["requests"] == looked_up["keystrokes"] > 0
     assert ours["requests"] == ours["keystrokes"] > 0  # one request per keystroke
     assert 0 <= ours["saved"] < 1 and ours["p95_ms"] >= ours["p50_ms"] > 0
     assert result["line oracle"]["saved"] > 0.8

@@ -321,3 +321,27 @@ def test_the_scheduler_says_how_long_the_completions_have_been_quiet():
         assert 0.04 <= s.quiet_for() < 5
     finally:
         s.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_a_request_while_the_model_loads_gets_the_rest_of_the_line_the_document_repeats():
+    """Before the model is there, the code around answers where it is sure (infill.sources.lookup), at once."""
+    from types import SimpleNamespace
+
+    from lsprotocol import types
+
+    from diffill.lsp.session import Session
+
+    line = "    parser.add_argument('--verbose', action='store_true', help='say more')"
+    text = "\n".join(["def a(parser):", line, "", "def b(parser):", line, "", "def c(parser):", "    parser.add_arg"])
+    s = Session(SimpleNamespace())
+    try:
+        uri = "file:///tmp/lookup-test/cli.py"
+        s.open_document(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+        got = await s.complete(uri, 7, len("    parser.add_arg"), "utf-16")
+        assert s.engine is None and s.loader.state == "not loaded"
+        assert got is not None and got[1].source == "lookup"
+        assert got[1].text == line[len("    parser.add_arg") :] and got[1].start == got[1].end == len(text)
+        assert s.stats["before_model"] == 1
+    finally:
+        s.scheduler.shutdown()
