@@ -16,6 +16,7 @@ from ..document import SyntaxDocument, count_errors
 from .change import Change, core_of
 from .edit import Edit, Proposal, apply
 from .places import places
+from .predeclared import predeclared
 from .scope import bound_locally
 from .shape import shape
 
@@ -52,8 +53,9 @@ class NextEdits:
     A name replaced by another (`t.AnyStr` -> `_TSerialized`, `hashlib.sha1` -> `_lazy_sha1`) is carried to the
     other places of the same shape at once, but not where the name is a local of its function. Any other change (a
     suffix added, an argument list reworked, a method's name after its object's `.`) is carried only once the user
-    has made it twice: one such change alone is as likely a local fix. The last CARRIED changes are carried until their places are gone (made, or edited
-    otherwise): each edit's proposals are theirs, the newest first where two want one place.
+    has made it twice: one such change alone is as likely a local fix. A word of the language itself (`true`,
+    `string`) is never carried (predeclared.py). The last CARRIED changes are carried until their places are gone
+    (made, or edited otherwise): each edit's proposals are theirs, the newest first where two want one place.
     """
 
     def __init__(self) -> None:
@@ -85,7 +87,7 @@ class NextEdits:
     def _carry(self, before: SyntaxDocument, edit: Edit) -> Carried | None:
         """The change `edit` made, when it is one to carry elsewhere (see the class)."""
         change = core_of(edit.before, edit.after)
-        if change is None or not _names_something(change):
+        if change is None or not _names_something(change) or predeclared(before.language, change.old):
             return None
         at = edit.start + change.offset
         made = Made(change, shape(before, at, at + len(change.old)))

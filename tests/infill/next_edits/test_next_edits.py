@@ -76,3 +76,16 @@ def test_a_methods_name_after_its_object_is_carried_once_made_twice():
     t = Typist(text)
     assert t.edit(0, "a = x.hexdigest()\n") == []  # a method renamed at one call: as often at some calls only
     assert t.edit(1, "b = y.hexdigest()\n") == ["c = z.digest()"]
+
+
+def test_a_word_of_the_language_itself_is_never_carried():
+    go = "package p\n\nfunc f() {\n\ta.Sorted = true\n\tb.Sorted = true\n\tc.Sorted = true\n\td.Sorted = true\n}\n"
+    t = Typist(go, "go")
+    assert t.edit(3, "\ta.Sorted = defaultSorting\n") == []
+    assert t.edit(4, "\tb.Sorted = defaultSorting\n") == []  # made twice: still the language's `true` elsewhere
+    named = go.replace("true", "enabled")
+    t = Typist(named, "go")
+    t.edit(3, "\ta.Sorted = defaultSorting\n")
+    assert t.edit(4, "\tb.Sorted = defaultSorting\n") == ["\tc.Sorted = enabled", "\td.Sorted = enabled"]
+    t = Typist("def f(x: str) -> str:\n    return x\n\n\ndef g(y: str) -> str:\n    return y\n")
+    assert t.edit(0, "def f(x: Text) -> str:\n") == []  # a builtin's name, not a name of the program
