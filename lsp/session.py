@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lsprotocol import types
@@ -145,7 +146,8 @@ class Session:
         engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(self.settings, loaded), loaded.memory)
         engine.warm_up()  # the latency budget plans passes on what they cost here
         engine.workspace = self.workspace_index
-        engine.read_roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
+        engine.read_roots = self._read_roots()
+        engine.folder = self.folder  # the files beside read while the model loaded are not read again
         engine.recent = self.recent
         engine.open_documents = self._open_documents
         return engine
@@ -269,13 +271,17 @@ class Session:
         return {path: state.doc.text for uri, state in list(self.docs.items()) if (path := to_fs_path(uri))}
 
     # ----- completion -----
+    def _loading(self) -> bool:
+        """Whether a model is still to come (not loaded yet, or loading), rather than loaded or failed."""
+        state = self.loader.state
+        return state == "not loaded" or state.startswith("loading")
+
     async def _model_ready(self, poll_s: float = 0.05, max_wait_s: float = 120.0) -> bool:
         """Waits while the model loads, so that a request made meanwhile is answered once it is ready (the editor
         may cancel it first); False when there is no model to wait for (the load failed)."""
         waited = 0.0
         while self.engine is None and waited < max_wait_s:
-            state = self.loader.state
-            if state != "not loaded" and not state.startswith("loading"):
+            if not self._loading():
                 break
             await asyncio.sleep(poll_s)
             waited += poll_s
@@ -289,10 +295,13 @@ class Session:
 
             self.lookups = embedded_lookups() or False
 
+    def _read_roots(self) -> list[Path]:
+        """The folders whose files may be read beside a document: the workspace's (none without one)."""
+        return list(self.workspace_index.roots) if self.workspace_index is not None else []
+
     def _around(self, uri: str) -> Neighbours:
         """The open documents and the folder's files around `uri` (infill.context.neighbours)."""
-        roots = list(self.workspace_index.roots) if self.workspace_index is not None else []
-        return neighbours_of(to_fs_path(uri), self._open_documents, self.folder, roots)
+        return neighbours_of(to_fs_path(uri), self._open_documents, self.folder, self._read_roots())
 
     def _warm_lookups(self, uri: str) -> None:
         """The lookups built and the texts around a document just opened read and indexed for them, while the
@@ -307,8 +316,7 @@ class Session:
     ) -> Completion | None:
         """The rest of the line from the code around and the corpus memory (infill.sources.lookup), for a request
         that comes while the model loads; None once it has loaded, or when they are not sure."""
-        loading = self.loader.state
-        if loading != "not loaded" and not loading.startswith("loading"):
+        if not self._loading():
             return None
         offset = state.doc.offset_at(line, character, encoding)
         text = state.doc.text

@@ -23,6 +23,7 @@ from diffill.model.tokenizer import CodeTokenizer
 
 from ..context.neighbours import Neighbours
 from ..context.ngram_evidence import NgramEvidence
+from ..vocabulary import Vocabulary
 
 CONTEXT_CHARS = 400  # characters before the cursor tokenized for the lookup (more than MAX_ORDER tokens' worth)
 MAX_TOKENS = 24  # tokens looked up per answer: a line's rest
@@ -50,7 +51,7 @@ class LookupAnswers:
         self.tokenizer = tokenizer
         self.memory = memory  # the corpus memory once it is built, else None (never waited for)
         self.evidence = NgramEvidence(tokenizer.encode, tokenizer.vocab_size)
-        self._pieces = tokenizer.decode_each(list(range(tokenizer.vocab_size)))
+        self._pieces = Vocabulary(tokenizer).texts()
 
     def answer(self, text: str, offset: int, around: Neighbours | None) -> str | None:
         """The text to insert at `offset` of `text`, or None. Only at a line's end: the lookup has no way to
