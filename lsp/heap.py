@@ -14,6 +14,26 @@ MALLOC_ARENAS = 2  # arenas the threads share (mallopt's M_ARENA_MAX)
 M_ARENA_MAX = -8  # the mallopt parameter (malloc.h)
 
 
+class _MallInfo2(ctypes.Structure):
+    """glibc's `struct mallinfo2` (malloc.h)."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
 def _libc() -> ctypes.CDLL | None:
     try:
         return ctypes.CDLL("libc.so.6")
@@ -35,3 +55,14 @@ def release_freed_memory() -> None:
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def heap_figures() -> dict[str, int]:
+    """glibc's heap in kB: `in_use` (allocated blocks), `held_free` (freed but kept by the arenas) and `mapped`
+    (big blocks mmapped apart). A leak grows `in_use`; fragmentation grows `held_free`. Empty without glibc."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        return {}
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return {"in_use": info.uordblks // 1024, "held_free": info.fordblks // 1024, "mapped": info.hblkhd // 1024}

@@ -279,11 +279,14 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
         """Sizes of everything that could grow per request: a leak shows here before it shows in RSS."""
         import gc
 
+        from .heap import heap_figures
+
         s, proto = ls.session, ls.protocol
         kept = s.engine.prompter.prompt_cache if s.engine is not None else None  # (a served model keeps none)
         cache = kept._entries if kept is not None else {}
         return {
             "gc_objects": len(gc.get_objects()),
+            "python_blocks": sys.getallocatedblocks(),
             "documents": len(s.docs),
             "pygls_documents": len(ls.workspace.text_documents) if ls._workspace_ready() else 0,
             "request_futures": len(proto._request_futures),
@@ -293,6 +296,7 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
             "prompt_cache": len(cache),
             "prompt_cache_tokens": sum(len(ids) for ids, _ in cache.values()),
             "threads": threading.active_count(),
+            **{f"heap_{k}_kb": v for k, v in heap_figures().items()},
         }
 
     @server.feature("diffill/debugTypes")
@@ -320,6 +324,8 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
         since = _TRACED.get("since")
         if since is None or not tracemalloc.is_tracing():
             return []
-        grown = tracemalloc.take_snapshot().compare_to(since, "lineno")
+        frames = tracemalloc.get_traceback_limit()
+        grown = tracemalloc.take_snapshot().compare_to(since, "traceback" if frames > 1 else "lineno")
         top = sorted(grown, key=lambda d: d.size_diff, reverse=True)[: int(given("limit", 12))]
-        return [{"site": str(d.traceback), "kib": round(d.size_diff / 1024, 1), "blocks": d.count_diff} for d in top]
+        site = (lambda t: " <- ".join(map(str, reversed(t)))) if frames > 1 else str
+        return [{"site": site(d.traceback), "kib": round(d.size_diff / 1024, 1), "blocks": d.count_diff} for d in top]

@@ -1,23 +1,9 @@
 -- Drives Neovim >= 0.12 (headless, main loop running: start with -S): waits for diffill, enters insert mode at
 -- the end of the prompt, waits for the ghost text, presses <Tab> (the plugin's accept key), writes the file.
 -- Results go to $DIFFILL_E2E_OUT as JSON.
-local out_path = os.getenv('DIFFILL_E2E_OUT')
-local ready_path = os.getenv('DIFFILL_E2E_READY')
-local result = { version = tostring(vim.version()), steps = {} }
-local function step(s) table.insert(result.steps, s) end
-
-local done = false
-local function finish(code)
-  if done then return end
-  done = true
-  result.code = code
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(result))
-  f:close()
-  for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
-  vim.defer_fn(function() vim.cmd(code == 0 and 'qall!' or ('cquit! ' .. code)) end, 300)
-end
-vim.defer_fn(function() step('timeout'); finish(3) end, tonumber(os.getenv('DIFFILL_E2E_TIMEOUT_MS') or '150000'))
+local driver = dofile(os.getenv('DIFFILL_ROOT') .. '/tests/editors/nvim_driver.lua')
+local result = driver.start({ version = tostring(vim.version()) })
+local step, finish, poll = driver.step, driver.finish, driver.poll
 
 local buf = vim.api.nvim_get_current_buf()
 local ns = vim.api.nvim_create_namespace('nvim.lsp.inline_completion')
@@ -40,13 +26,6 @@ local function ghost_text()
   end
 end
 
-local function poll(pred, interval, k)
-  if done then return end
-  local v = pred()
-  if v then return k(v) end
-  vim.defer_fn(function() poll(pred, interval, k) end, interval)
-end
-
 -- $DIFFILL_E2E_EARLY: type as soon as the server has answered `initialize`, while the model still loads; the
 -- request made then must be answered once the model is ready, with no other key pressed.
 local early = os.getenv('DIFFILL_E2E_EARLY') == '1'
@@ -58,11 +37,8 @@ vim.api.nvim_create_autocmd('LspProgress', {
   end,
 })
 
-poll(function()
-  local c = vim.lsp.get_clients({ name = 'diffill', bufnr = buf })[1]
-  return c and c.initialized and (early or vim.uv.fs_stat(ready_path)) and c
-end, 50, function(client)
-  result.typed_before_ready = vim.uv.fs_stat(ready_path) == nil
+poll(driver.client(buf, early), 50, function(client)
+  result.typed_before_ready = vim.uv.fs_stat(driver.ready_path) == nil
   step(early and 'server initialized' or 'server ready')
   result.inline_enabled = vim.lsp.inline_completion.is_enabled({ bufnr = buf })
   result.offset_encoding = client.offset_encoding
@@ -74,10 +50,10 @@ end, 50, function(client)
     result.ghost = ghost
     result.mode = vim.api.nvim_get_mode().mode
     step('ghost text shown')
-    result.before_accept = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    result.before_accept = driver.text(buf)
     vim.api.nvim_feedkeys(vim.keycode('<Tab>'), 'mt', false) -- through the plugin's mapping
     poll(function()
-      local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+      local now = driver.text(buf)
       return now ~= result.before_accept and now
     end, 50, function(now)
       result.buffer = now

@@ -2,32 +2,11 @@
 -- `_lazy_sha1` on line 5 as a user types it, waits for diffill's hints (vim.diagnostic), applies one with
 -- "apply here" and the rest with "apply at all N places" (vim.lsp.buf.code_action), writes the file.
 -- Results go to $DIFFILL_E2E_OUT as JSON.
-local out_path = os.getenv('DIFFILL_E2E_OUT')
-local ready_path = os.getenv('DIFFILL_E2E_READY')
-local result = { steps = {}, hints = {} }
-local function step(s) table.insert(result.steps, s) end
-
-local done = false
-local function finish(code)
-  if done then return end
-  done = true
-  result.code = code
-  local f = assert(io.open(out_path, 'w'))
-  f:write(vim.json.encode(result))
-  f:close()
-  for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
-  vim.defer_fn(function() vim.cmd(code == 0 and 'qall!' or ('cquit! ' .. code)) end, 300)
-end
-vim.defer_fn(function() step('timeout'); finish(3) end, tonumber(os.getenv('DIFFILL_E2E_TIMEOUT_MS') or '150000'))
+local driver = dofile(os.getenv('DIFFILL_ROOT') .. '/tests/editors/nvim_driver.lua')
+local result = driver.start({ hints = {} })
+local step, finish, poll = driver.step, driver.finish, driver.poll
 
 local buf = vim.api.nvim_get_current_buf()
-
-local function poll(pred, interval, k)
-  if done then return end
-  local v = pred()
-  if v then return k(v) end
-  vim.defer_fn(function() poll(pred, interval, k) end, interval)
-end
 
 local function hints(n)
   return function()
@@ -39,18 +18,15 @@ end
 
 local function apply(hint, word, k)
   vim.api.nvim_win_set_cursor(0, { hint.lnum + 1, hint.col })
-  local before = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+  local before = driver.text(buf)
   vim.lsp.buf.code_action({ apply = true, filter = function(a) return a.title:find(word, 1, true) ~= nil end })
   poll(function()
-    local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+    local now = driver.text(buf)
     return now ~= before and now
   end, 50, k)
 end
 
-poll(function()
-  local c = vim.lsp.get_clients({ name = 'diffill', bufnr = buf })[1]
-  return c and c.initialized and vim.uv.fs_stat(ready_path) and c
-end, 50, function()
+poll(driver.client(buf), 50, function()
   step('server ready')
   vim.api.nvim_win_set_cursor(0, { 5, 10 })
   vim.api.nvim_feedkeys('c12l_lazy_sha1' .. vim.keycode('<Esc>'), 'nt', false)
@@ -66,7 +42,7 @@ end, 50, function()
           poll(hints(0), 50, function()
             step('no hints left')
             vim.cmd('write')
-            result.buffer = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+            result.buffer = driver.text(buf)
             step('written')
             finish(0)
           end)

@@ -182,15 +182,11 @@ EGLOT_SCRIPT = r"""
 """
 
 
-def complete_with_eglot(tmp_path, direct, document: str, early: bool = False) -> list[dict]:
-    """Eglot in batch Emacs: open `document` without its last character, type it, `completion-at-point` (one
-    candidate: it is inserted, its textEdit applied), save: the buffer and the file must be the proposal applied.
-    `early`: typed as soon as Eglot shows the model's loading, and completed with no other key."""
+def run_eglot(tmp_path: Path, script: str, path: Path, **extra: str) -> tuple[list[dict], str, Path]:
+    """Batch Emacs running `script` (Eglot) on `path`, the server through the recording tap: (the script's E2E
+    events, a diagnosis for failed checks, the LSP log), once Emacs has exited with 0."""
     emacs = emacs_bin()
-    path = tmp_path / "example.py"
-    path.write_text(document[:-1] + "\n")
-    script = tmp_path / "eglot_e2e.el"
-    script.write_text(EGLOT_SCRIPT)
+    (tmp_path / "e2e.el").write_text(script)
     log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
     env = dict(
         os.environ,
@@ -199,16 +195,31 @@ def complete_with_eglot(tmp_path, direct, document: str, early: bool = False) ->
         DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
         DIFFILL_E2E_FILE=str(path),
         DIFFILL_E2E_READY=str(ready),
-        DIFFILL_E2E_LAST=document[-1],
         HOME=str(tmp_path),
-        **({"DIFFILL_E2E_EARLY": "1"} if early else {}),
+        **extra,
     )
     proc = subprocess.run(
-        [emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+        [emacs, "--batch", "-Q", "-l", str(tmp_path / "e2e.el")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     lines = [json.loads(x[4:]) for x in proc.stdout.splitlines() if x.startswith("E2E ")]
     diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-3000:]}\nlsp: {LspLog(log).methods()}"
     assert proc.returncode == 0, diag
+    return lines, diag, log
+
+
+def complete_with_eglot(tmp_path, direct, document: str, early: bool = False) -> list[dict]:
+    """Eglot in batch Emacs: open `document` without its last character, type it, `completion-at-point` (one
+    candidate: it is inserted, its textEdit applied), save: the buffer and the file must be the proposal applied.
+    `early`: typed as soon as Eglot shows the model's loading, and completed with no other key."""
+    path = tmp_path / "example.py"
+    path.write_text(document[:-1] + "\n")
+    extra = {"DIFFILL_E2E_EARLY": "1"} if early else {}
+    lines, diag, log = run_eglot(tmp_path, EGLOT_SCRIPT, path, DIFFILL_E2E_LAST=document[-1], **extra)
     completed = next(e for e in lines if e.get("event") == "completed")
     p = proposal_for(LspLog(log), "textDocument/completion", document + "\n")
     assert completed["before"] == document + "\n"
@@ -293,28 +304,10 @@ EGLOT_NEXT_EDITS = r"""
 def test_emacs_eglot_next_edits_applied_here_and_at_all_places(tmp_path):
     """A name changed on one line: Eglot hands diffill's hints to Flymake, and its code actions (eglot-code-actions,
     eglot-execute) apply one there, then the rest at once; the file holds the change everywhere it applies."""
-    emacs = emacs_bin()
     text = SIGNING_FOUR
     path = tmp_path / "signing.py"
     path.write_text(text)
-    script = tmp_path / "eglot_next_edits.el"
-    script.write_text(EGLOT_NEXT_EDITS)
-    log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
-    env = dict(
-        os.environ,
-        DIFFILL_ROOT=str(ROOT),
-        DIFFILL_E2E_CMD=json.dumps(tap_command(log, ready)),
-        DIFFILL_E2E_SETTINGS=json.dumps(server_settings()),
-        DIFFILL_E2E_FILE=str(path),
-        DIFFILL_E2E_READY=str(ready),
-        HOME=str(tmp_path),
-    )
-    proc = subprocess.run(
-        [emacs, "--batch", "-Q", "-l", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
-    )
-    lines = [json.loads(x[4:]) for x in proc.stdout.splitlines() if x.startswith("E2E ")]
-    diag = f"rc={proc.returncode}\nout={proc.stdout[-3000:]}\nerr={proc.stderr[-2000:]}\nlsp: {LspLog(log).methods()}"
-    assert proc.returncode == 0, diag
+    lines, diag, _ = run_eglot(tmp_path, EGLOT_NEXT_EDITS, path)
     assert [e["lines"] for e in lines if e.get("event") == "hints"] == [[9, 18, 22], [18, 22], []], diag
     titles = [e["titles"] for e in lines if e.get("event") == "actions"]
     assert len(titles) == 2 and any("here" in t for t in titles[0]) and any("all 2 places" in t for t in titles[1])

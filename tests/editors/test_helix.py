@@ -5,6 +5,7 @@ trigger character) opens the completion popup with diffill's item; C-n + Enter a
 import json
 import re
 import time
+from pathlib import Path
 
 from editor_support import (
     MID_WORD,
@@ -41,6 +42,21 @@ def helix_languages(command: list[str], settings: dict) -> str:
     return text
 
 
+def helix_env(tmp_path: Path, languages: str) -> dict[str, str]:
+    """The environment of a Helix run in `tmp_path`: `languages` as its languages.toml, its config, cache and data
+    kept in `tmp_path`."""
+    cfg = tmp_path / "cfg" / "helix"
+    cfg.mkdir(parents=True)
+    (cfg / "languages.toml").write_text(languages)
+    return {
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TERM": "xterm-256color",
+        "HOME": str(tmp_path),
+    }
+
+
 def accept_in_helix(tmp_path, direct, document: str, early: bool = False) -> None:
     """Open `document` without its last character, type that character at its end (Helix asks for completions
     after a trigger character, or after two characters of a word), wait for diffill's item in the popup, select
@@ -51,16 +67,7 @@ def accept_in_helix(tmp_path, direct, document: str, early: bool = False) -> Non
     path = tmp_path / "example.py"
     path.write_text(document[:-1] + "\n")
     log, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
-    cfg = tmp_path / "cfg" / "helix"
-    cfg.mkdir(parents=True)
-    (cfg / "languages.toml").write_text(helix_languages(tap_command(log, ready), server_settings()))
-    env = {
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "TERM": "xterm-256color",
-        "HOME": str(tmp_path),
-    }
+    env = helix_env(tmp_path, helix_languages(tap_command(log, ready), server_settings()))
     tm = Tmux("hx", [hx, "-v", "--log", str(tmp_path / "hx.log"), str(path)], tmp_path, env, width=120, height=20)
     screen = ""
     try:
@@ -129,20 +136,11 @@ def test_helix_next_edits_applied_here_and_at_all_places(tmp_path):
     path = tmp_path / "signing.py"
     path.write_text(text)
     log_path, ready = tmp_path / "lsp.jsonl", tmp_path / "ready.json"
-    cfg = tmp_path / "cfg" / "helix"
-    cfg.mkdir(parents=True)
     languages = helix_languages(tap_command(log_path, ready), server_settings())
     # diffill alone for Python: another server's code actions (ruff's, where it is installed) would come first
     languages, n = re.subn(r'(?m)^language-servers = \["ruff", "jedi", "pylsp", "diffill"\]$', 'language-servers = ["diffill"]', languages)  # fmt: skip
     assert n == 1, "editors/helix/languages.toml changed shape"
-    (cfg / "languages.toml").write_text(languages)
-    env = {
-        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "TERM": "xterm-256color",
-        "HOME": str(tmp_path),
-    }
+    env = helix_env(tmp_path, languages)
     log = LspLog(log_path)
     tm = Tmux("hx-next", [hx, "--log", str(tmp_path / "hx.log"), str(path)], tmp_path, env, width=120, height=30)
 

@@ -29,9 +29,11 @@ def nvim_version(nvim: str) -> tuple[int, int]:
     return (int(m[1]), int(m[2])) if m else (0, 0)
 
 
-def nvim_env(tmp_path, **extra: str) -> tuple[Path, Path, Path, dict[str, str]]:
-    """(the LSP log, the ready file, the driver's result file, the environment) of a Neovim run in `tmp_path`: the
-    plugin from this checkout, the server through the recording tap, Neovim's state and data kept in `tmp_path`."""
+def run_nvim(nvim: str, driver: str, path: Path, **extra: str) -> tuple[dict, str, Path]:
+    """Neovim headless on `path` with the plugin from this checkout (nvim_init.lua) and `driver` (a Lua script
+    here), the server through the recording tap, its state and data kept beside `path`: (the driver's result, a
+    diagnosis for failed checks, the LSP log), once the driver has finished with code 0."""
+    tmp_path = path.parent
     log, ready, out = tmp_path / "lsp.jsonl", tmp_path / "ready.json", tmp_path / "result.json"
     env = dict(
         os.environ,
@@ -44,7 +46,12 @@ def nvim_env(tmp_path, **extra: str) -> tuple[Path, Path, Path, dict[str, str]]:
         XDG_DATA_HOME=str(tmp_path / "data"),
         **extra,
     )
-    return log, ready, out, env
+    argv = [nvim, "--headless", "-n", "-i", "NONE", "-u", str(HERE / "nvim_init.lua"), "-S", str(HERE / driver), str(path)]  # fmt: skip
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    result = json.loads(out.read_text()) if out.exists() else {}
+    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
+    assert result.get("code") == 0, diag
+    return result, diag, log
 
 
 def run_nvim_ghost_text(tmp_path, request, early: bool = False) -> tuple[dict, object]:
@@ -56,29 +63,7 @@ def run_nvim_ghost_text(tmp_path, request, early: bool = False) -> tuple[dict, o
     direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt + "\n")
-    log, ready, out, env = nvim_env(tmp_path, DIFFILL_E2E_EARLY="1" if early else "0")
-    proc = subprocess.run(
-        [
-            nvim,
-            "--headless",
-            "-n",
-            "-i",
-            "NONE",
-            "-u",
-            str(HERE / "nvim_init.lua"),
-            "-S",
-            str(HERE / "nvim_e2e.lua"),
-            str(path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    result = json.loads(out.read_text()) if out.exists() else {}
-    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
-    assert result.get("code") == 0, diag
+    result, diag, log = run_nvim(nvim, "nvim_e2e.lua", path, DIFFILL_E2E_EARLY="1" if early else "0")
     assert result["inline_enabled"] is True
     assert result["mode"] == "i", diag
     # the server's answer to the inline completion request that Neovim made on InsertEnter
@@ -119,29 +104,7 @@ def test_nvim011_completion_menu_fallback(tmp_path, request):
     direct, prompt = request.getfixturevalue("direct"), request.getfixturevalue("prompt")
     path = tmp_path / "example.py"
     path.write_text(prompt + "\n")
-    log, ready, out, env = nvim_env(tmp_path)
-    proc = subprocess.run(
-        [
-            nvim,
-            "--headless",
-            "-n",
-            "-i",
-            "NONE",
-            "-u",
-            str(HERE / "nvim_init.lua"),
-            "-S",
-            str(HERE / "nvim_menu_e2e.lua"),
-            str(path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    result = json.loads(out.read_text()) if out.exists() else {}
-    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
-    assert result.get("code") == 0, diag
+    result, diag, log = run_nvim(nvim, "nvim_menu_e2e.lua", path)
     assert result["uses_inline"] is False
     p = proposal_for(LspLog(log), "textDocument/completion", prompt + "\n")
     assert result["menu"] and result["menu"][0] == p.text.split("\n")[0], diag
@@ -186,12 +149,7 @@ def test_nvim_next_edits_applied_here_and_at_all_places(tmp_path):
     text = SIGNING_FOUR
     path = tmp_path / "signing.py"
     path.write_text(text)
-    log, ready, out, env = nvim_env(tmp_path)
-    argv = [nvim, "--headless", "-n", "-i", "NONE", "-u", str(HERE / "nvim_init.lua"), "-S", str(HERE / "nvim_next_edits.lua"), str(path)]  # fmt: skip
-    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-    result = json.loads(out.read_text()) if out.exists() else {}
-    diag = f"nvim rc={proc.returncode} result={result}\nstderr={proc.stderr[-2000:]}\nlsp log: {LspLog(log).methods()}"
-    assert result.get("code") == 0, diag
+    result, diag, log = run_nvim(nvim, "nvim_next_edits.lua", path)
     assert [h["lnum"] for h in result["hints"]] == [9, 18, 22], diag
     assert all("_lazy_sha1" in h["message"] for h in result["hints"]), diag
     expected = text.replace("mac = hashlib.sha1(key)", "mac = _lazy_sha1(key)")

@@ -1,4 +1,8 @@
-// What the VS Code drivers share: waiting, and opening a file of the workspace through Quick Open.
+// What the VS Code drivers share: the browser and workbench around a driver, waiting, and opening a file of the
+// workspace through Quick Open.
+const fs = require('fs');
+const path = require('path');
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor(fn, timeoutMs, what) {
@@ -31,4 +35,36 @@ async function openFile(page, name) {
   }
 }
 
-module.exports = { sleep, waitFor, openFile };
+// Runs a driver: code-server's workbench ($CS_URL) in headless Chromium ($CHROMIUM) with $CS_FILE open, then
+// `body(page, step)`. `result` (its `steps`, `code` 0, or 1 with the error) is written to $OUT as JSON and is the
+// exit code; a failure leaves a screenshot in $SHOTS.
+function drive(result, body) {
+  const env = process.env;
+  const step = (s) => { result.steps.push(s); console.log('step:', s); };
+  (async () => {
+    const { chromium } = require('playwright-core');
+    const browser = await chromium.launch({ executablePath: env.CHROMIUM || '/usr/bin/chromium', headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      await page.goto(env.CS_URL);
+      await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
+      step('workbench');
+      await sleep(2000);
+      await openFile(page, path.basename(env.CS_FILE));
+      step('file open');
+      await body(page, step);
+      result.code = 0;
+    } catch (e) {
+      result.error = String(e && e.stack || e);
+      result.code = 1;
+      try { await page.screenshot({ path: path.join(env.SHOTS, 'failure.png') }); } catch {}
+    } finally {
+      fs.writeFileSync(env.OUT, JSON.stringify(result));
+      await browser.close();
+      process.exitCode = result.code;
+    }
+  })();
+}
+
+module.exports = { sleep, waitFor, openFile, drive };

@@ -2,14 +2,11 @@
 // `hashlib.sha1` to `_lazy_sha1` on line 5 as a user types it, waits for diffill's hints (hint squiggles), then
 // with the cursor on a hint opens the quick fixes (Ctrl+.) and picks "apply here", then at another "apply at all 2
 // places", and saves. env: CS_URL, CS_FILE, READY, OUT (JSON result), SHOTS (screenshots), CHROMIUM
-const { chromium } = require('playwright-core');
 const fs = require('fs');
-const path = require('path');
-const { sleep, waitFor, openFile } = require('./vscode_driver');
+const { sleep, waitFor, drive } = require('./vscode_driver');
 
 const env = process.env;
 const result = { steps: [], hints: [] };
-const step = (s) => { result.steps.push(s); console.log('step:', s); };
 
 async function goTo(page, line, column) { // Ctrl+G takes "line:column"
   await page.keyboard.press('Control+G');
@@ -31,45 +28,25 @@ async function quickFix(page, words) { // Ctrl+., then the action whose label ho
   await sleep(500);
 }
 
-(async () => {
-  const browser = await chromium.launch({ executablePath: env.CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  try {
-    await page.goto(env.CS_URL);
-    await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
-    step('workbench');
-    await sleep(2000);
-    await openFile(page, path.basename(env.CS_FILE));
-    step('file open');
-    await waitFor(() => fs.existsSync(env.READY), 120000, 'the server to be ready');
-    step('server ready');
-    await page.click('.monaco-editor .view-lines');
-    await goTo(page, 5, 11);
-    for (let i = 0; i < 12; i++) await page.keyboard.press('Shift+ArrowRight');
-    await page.keyboard.type('_lazy_sha1', { delay: 30 });
-    result.hints.push(await waitFor(async () => (await hintCount(page)) === 3 && 3, 30000, 'three hints'));
-    step('three hints');
-    await goTo(page, 10, 11);
-    await quickFix(page, 'here');
-    result.hints.push(await waitFor(async () => (await hintCount(page)) === 2 && 2, 30000, 'two hints'));
-    step('applied here');
-    await goTo(page, 19, 11);
-    await quickFix(page, 'at all 2 places');
-    await waitFor(async () => (await hintCount(page)) === 0, 30000, 'no hints');
-    step('applied at all places');
-    await page.keyboard.press('Control+S');
-    await waitFor(() => !fs.readFileSync(env.CS_FILE, 'utf8').includes('mac = hashlib'), 15000, 'the file to be saved');
-    result.file = fs.readFileSync(env.CS_FILE, 'utf8');
-    step('saved');
-    result.code = 0;
-  } catch (e) {
-    result.error = String(e && e.stack || e);
-    result.code = 1;
-    try { await page.screenshot({ path: path.join(env.SHOTS, 'failure.png') }); } catch {}
-  } finally {
-    fs.writeFileSync(env.OUT, JSON.stringify(result));
-    await browser.close();
-    process.exitCode = result.code;
-  }
-})();
+drive(result, async (page, step) => {
+  await waitFor(() => fs.existsSync(env.READY), 120000, 'the server to be ready');
+  step('server ready');
+  await page.click('.monaco-editor .view-lines');
+  await goTo(page, 5, 11);
+  for (let i = 0; i < 12; i++) await page.keyboard.press('Shift+ArrowRight');
+  await page.keyboard.type('_lazy_sha1', { delay: 30 });
+  result.hints.push(await waitFor(async () => (await hintCount(page)) === 3 && 3, 30000, 'three hints'));
+  step('three hints');
+  await goTo(page, 10, 11);
+  await quickFix(page, 'here');
+  result.hints.push(await waitFor(async () => (await hintCount(page)) === 2 && 2, 30000, 'two hints'));
+  step('applied here');
+  await goTo(page, 19, 11);
+  await quickFix(page, 'at all 2 places');
+  await waitFor(async () => (await hintCount(page)) === 0, 30000, 'no hints');
+  step('applied at all places');
+  await page.keyboard.press('Control+S');
+  await waitFor(() => !fs.readFileSync(env.CS_FILE, 'utf8').includes('mac = hashlib'), 15000, 'the file to be saved');
+  result.file = fs.readFileSync(env.CS_FILE, 'utf8');
+  step('saved');
+});
