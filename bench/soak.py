@@ -29,6 +29,7 @@ SNIPPETS = [
     "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.",
 ]
 MAX_DOC_CHARS = 1500
+ALLOCATION_FRAMES = 8  # the calls kept per traced allocation: a memo's site alone does not say who fills it
 TYPED = "value = compute(items, key=lambda item: item.name)\nresult.append(value)\n"
 
 
@@ -173,7 +174,7 @@ def run(
         warm_types: Counter[str] = Counter()
         totals = _stage_totals(client.status())
         if allocations:
-            client.result("diffill/debugAllocations", {"start": True})
+            client.result("diffill/debugAllocations", {"start": True, "frames": ALLOCATION_FRAMES})
         started = time.perf_counter()
         for i in range(requests):
             doc = rng.choice(docs)

@@ -309,8 +309,9 @@ if os.environ.get("DIFFILL_TEST_HOOKS") == "1":  # test-only: never registered i
 
     @server.feature("diffill/debugAllocations")
     def on_debug_allocations(ls: DiffillServer, params: Any = None) -> list[dict[str, Any]]:
-        """`{"start": true}` begins tracing Python allocations (tracemalloc) from here; then the allocation sites whose
-        live memory grew most since that start: [{site, kib, blocks}] (`limit`, 12 by default)."""
+        """`{"start": true}` begins tracing Python allocations (tracemalloc, `frames` calls deep) from here; then the
+        allocation sites whose live memory grew most since that start: [{site, kib, blocks}] (`limit`, 12 by
+        default), a site being the allocating line and, traced deeper, the calls that led there ("a <- b")."""
         import tracemalloc
 
         def given(name: str, default: Any) -> Any:

@@ -33,9 +33,10 @@ def test_short_soak():
 
 def test_a_traced_soak_names_the_sites_that_grew():
     """`--allocations`: the server traces its allocations from the first request; the report lists the sites whose
-    live memory grew most, each a file and line of the server's code or its libraries."""
+    live memory grew most, each the line that allocated and the calls that led there ("a <- b <- c")."""
     lines: list[str] = []
     report = run(requests=40, seed=1, steps=1, out=lines.append, allocations=True)
     assert report.errors == 0 and report.allocation_growth
     assert all(":" in a["site"] and a["kib"] > 0 for a in report.allocation_growth[:3]), report.allocation_growth
+    assert any(" <- " in a["site"] for a in report.allocation_growth), report.allocation_growth
     assert sum(line.startswith("  grown at ") for line in lines) == len(report.allocation_growth)
