@@ -8,7 +8,8 @@ every tenth of the run (a leak grows in every tenth) and the types of object tha
 the server traces its Python allocations (tracemalloc) from the first request and the sites whose live memory
 grew most are reported (the tracing slows the server: its latencies are not the daemon's). The server runs with
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
-them glibc's heap (`heap_in_use_kb` grows with a leak outside Python, `heap_held_free_kb` with fragmentation).
+them glibc's heap (`heap_in_use_kb` grows with a leak, native or of Python's larger blocks, `heap_held_free_kb`
+with fragmentation).
 """
 
 from __future__ import annotations
