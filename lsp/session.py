@@ -145,8 +145,7 @@ class Session:
 
         engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(self.settings, loaded), loaded.memory)
         engine.warm_up()  # the latency budget plans passes on what they cost here
-        engine.workspace = self.workspace_index
-        engine.read_roots = self._read_roots()
+        self._share_workspace(engine)
         engine.folder = self.folder  # the files beside read while the model loaded are not read again
         engine.recent = self.recent
         engine.open_documents = self._open_documents
@@ -183,8 +182,7 @@ class Session:
 
         threading.Thread(target=run, name="diffill-index", daemon=True).start()
         if self.engine is not None:
-            self.engine.workspace = index
-            self.engine.read_roots = list(index.roots)
+            self._share_workspace(self.engine)
 
     # ----- documents -----
     def open_document(self, item: types.TextDocumentItem) -> None:
@@ -294,6 +292,11 @@ class Session:
             from diffill.infill.sources.lookup import embedded_lookups  # (numpy and tokenizers: after `initialize`)
 
             self.lookups = embedded_lookups() or False
+
+    def _share_workspace(self, engine: CompletionEngine) -> None:
+        """The engine reads the workspace's definitions and the files of its folders (none without a workspace)."""
+        engine.workspace = self.workspace_index
+        engine.read_roots = self._read_roots()
 
     def _read_roots(self) -> list[Path]:
         """The folders whose files may be read beside a document: the workspace's (none without one)."""
