@@ -36,6 +36,7 @@ class DiffillServer(LanguageServer):
             VERSION,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=DiffillProtocol,
+            max_workers=1,  # pygls' pool only reads stdin, a message at a time: more threads grew in with races
         )
         self.session = Session(self)
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from .tokenizer import bound_word_cache
+
 TURN_START, TURN_END = "<|turn>", "<turn|>"
 # The empty thought channel Gemma 4's own template writes after `<|turn>model\n` when thinking is off (and Google's
 # serving code with it): the answer starts right after it, with no reasoning first.
@@ -40,8 +42,8 @@ class ChatTokenizer:
     """Encode and decode a chat model's ids; `chat_prompt` renders one user message as the model's prompt."""
 
     def __init__(self, tok: Tokenizer, template: str, special_tokens: dict[str, str]) -> None:
-        self._parsed = tok  # special tokens in the text are parsed: the rendered template's markers
-        self._literal = Tokenizer.from_str(tok.to_str())  # the user's code: every character is text
+        self._parsed = bound_word_cache(tok)  # special tokens in the text are parsed: the template's markers
+        self._literal = bound_word_cache(Tokenizer.from_str(tok.to_str()))  # the user's code: all of it text
         self._literal.encode_special_tokens = True
         added = tok.get_added_tokens_decoder()
         self.special_ids = frozenset(i for i, t in added.items() if t.special)

@@ -14,11 +14,22 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 SPECIAL_TOKENS = ["<pad>", "<eos>", "<bos>", "<unk>", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<file_sep>"]
 PAD, EOS, BOS, UNK, FIM_PREFIX, FIM_SUFFIX, FIM_MIDDLE, FILE_SEP = range(len(SPECIAL_TOKENS))
+# Words a BPE model keeps encoded. tokenizers' default (10,000) fills over days of typing, one long-lived block per
+# new word among the answers' transient ones; this many fill while the daemon warms up (`diffill bench soak`).
+WORD_CACHE = 1024
+
+
+def bound_word_cache(tok: Tokenizer) -> Tokenizer:
+    """`tok` with its model's word cache held to WORD_CACHE words (models without one are left as they are)."""
+    resize = getattr(tok.model, "_resize_cache", None)
+    if resize is not None:
+        resize(WORD_CACHE)
+    return tok
 
 
 class CodeTokenizer:
     def __init__(self, tok: Tokenizer):
-        self.tok = tok
+        self.tok = bound_word_cache(tok)
         for i, name in enumerate(SPECIAL_TOKENS):
             if tok.token_to_id(name) != i:
                 raise ValueError(f"tokenizer: special token {name} must have id {i}")

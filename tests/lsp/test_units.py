@@ -367,3 +367,17 @@ async def test_a_request_while_the_model_loads_gets_the_rest_of_the_line_the_doc
         assert s.stats["before_model"] == 1
     finally:
         s.scheduler.shutdown()
+
+
+def test_no_handler_runs_in_pygls_pool_which_reads_stdin():
+    """pygls' pool has one thread (lsp/server.py) and reads stdin with it: a handler run there would stall the reads
+    behind it. Every handler is a coroutine or runs on the event loop."""
+    from pygls.feature_manager import is_thread_function
+
+    from diffill.lsp.server import server
+
+    fm = server.protocol.fm
+    handlers = {**fm.builtin_features, **fm.features, **fm.commands}
+    assert "textDocument/inlineCompletion" in handlers
+    assert [name for name, handler in handlers.items() if is_thread_function(handler)] == []
+    assert server.thread_pool._max_workers == 1
