@@ -3,8 +3,9 @@
 Every layer keeps all its positions, sliding layers included, so the cache can be cut back to any length
 (a prompt that shrinks when the user deletes text) and reused; readers ask for the tail they may see.
 
-`KVCache` grows as it is written (the CPU path); `StaticKVCache` (model/static_cache.py) has a fixed capacity
-written in place, for CUDA graphs. Both answer `attend`: the keys, values and mask one attention layer uses.
+`KVCache` grows as it is written (the CPU path), into storage of a few sizes (`joined`); `StaticKVCache`
+(model/static_cache.py) has a fixed capacity written in place, for CUDA graphs. Both answer `attend`: the keys,
+values and mask one attention layer uses.
 """
 
 from __future__ import annotations
@@ -18,6 +19,22 @@ def causal_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) ->
     if window is not None:
         allowed = allowed & (k_pos[None, :] > q_pos[:, None] - window)
     return allowed
+
+
+# Positions a grown cache's storage is rounded up to: the allocator reuses the blocks of the sizes it frees, where
+# storage a keystroke longer each time left freed blocks too small for the next (`diffill bench soak`).
+BUCKET = 64
+
+
+def joined(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """`a` then `b` along positions (dim 2), in fresh storage rounded up to BUCKET positions (a view of its head):
+    a cache grown a keystroke at a time asks the allocator for the sizes it has just freed, not one a little
+    larger each time."""
+    n = a.shape[2] + b.shape[2]
+    out = a.new_empty(*a.shape[:2], -(-n // BUCKET) * BUCKET, a.shape[3])[:, :, :n]
+    out[:, :, : a.shape[2]] = a
+    out[:, :, a.shape[2] :] = b
+    return out
 
 
 def hold_prompt(net, prompt: torch.Tensor, cache: KVCache, length: int) -> None:
@@ -49,8 +66,7 @@ class KVCache:
         if causal:
             self.append(layer, k, v)
         if n_past:
-            k = torch.cat([past_k, k], dim=2)
-            v = torch.cat([past_v, v], dim=2)
+            k, v = joined(past_k, k), joined(past_v, v)
         mask = None
         if causal and t > 1:  # one new token sees every key kept (sliding layers keep window-1): no mask
             q_pos = torch.arange(n_past, n_past + t, device=k.device)
@@ -77,8 +93,8 @@ class KVCache:
         if self.keys[layer] is None:
             self.keys[layer], self.values[layer] = k, v
         else:
-            self.keys[layer] = torch.cat([self.keys[layer], k], dim=2)
-            self.values[layer] = torch.cat([self.values[layer], v], dim=2)
+            self.keys[layer] = joined(self.keys[layer], k)
+            self.values[layer] = joined(self.values[layer], v)
 
     def expanded(self, n: int) -> KVCache:
         """The cached positions repeated in `n` batch rows (views, no copy): a growing cache the rows extend
@@ -129,7 +145,7 @@ class CacheHead:
         first = 0 if window is None else max(0, self.length - (window - 1))
         past_k = self.cache.keys[layer][:, :, first : self.length]
         past_v = self.cache.values[layer][:, :, first : self.length]
-        return torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2), None
+        return joined(past_k, k), joined(past_v, v), None
 
 
 class TreeRows:
@@ -193,8 +209,8 @@ class TreeRows:
         if start:
             past = causal_mask(q_pos, torch.arange(start, device=k.device), window)
             seen = torch.cat([past, seen], dim=1)
-            k = torch.cat([self.cache.keys[layer][:, :, :start], k], dim=2)
-            v = torch.cat([self.cache.values[layer][:, :, :start], v], dim=2)
+            k = joined(self.cache.keys[layer][:, :, :start], k)
+            v = joined(self.cache.values[layer][:, :, :start], v)
         self.keys.append(k)
         self.values.append(v)
         return k, v, seen
