@@ -23,10 +23,8 @@ def test_short_soak():
     for key in ("documents", "request_futures", "result_types", "scheduler_tokens", "typed_ahead", "prompt_cache"):
         assert end[key] <= max(counts[key], 8), (key, counts[key], end[key])
     assert end["gc_objects"] < counts["gc_objects"] * 1.05 + 2000, (counts["gc_objects"], end["gc_objects"])
-    assert end["heap_in_use_kb"] < counts["heap_in_use_kb"] * 1.05 + 4096, (
-        counts,
-        end,
-    )  # glibc's blocks in use: no leak
+    # glibc's blocks in use: no leak
+    assert end["heap_in_use_kb"] < counts["heap_in_use_kb"] * 1.05 + 4096, (counts, end)
     assert report.exit_code == 0
     assert len(report.latency_series_ms) == len(report.rss_series_kb) == 10
     assert all(0 < p50 <= p95 for p50, p95 in report.latency_series_ms)

@@ -29,9 +29,11 @@ def _in_use_growth(encode, words: list[str]) -> int:
 def test_encoding_new_words_keeps_at_most_the_cache_of_them(kind, gemma_checkpoint):
     if not heap_figures():
         pytest.skip("glibc's heap accounting (mallinfo2) is not here")
-    tok = CodeTokenizer.from_file(EMBEDDED_DIR / "tokenizer.json")
-    if kind == "chat":
-        tok = ChatTokenizer.from_folder(gemma_checkpoint)
+    tok = (
+        ChatTokenizer.from_folder(gemma_checkpoint)
+        if kind == "chat"
+        else CodeTokenizer.from_file(EMBEDDED_DIR / "tokenizer.json")
+    )
     grown = _in_use_growth(tok.encode, _words(12_000, seed=2))
     # a cached word costs about half a kB; tokenizers' own default keeps 10,000 of these (about 5 MB)
     assert grown < WORD_CACHE, f"encoding 12,000 new words kept {grown} kB"
