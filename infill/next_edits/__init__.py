@@ -56,6 +56,11 @@ class NextEdits:
     has made it twice: one such change alone is as likely a local fix. A word of the language itself (`true`,
     `string`) is never carried (predeclared.py). The last CARRIED changes are carried until their places are gone
     (made, or edited otherwise): each edit's proposals are theirs, the newest first where two want one place.
+
+    Proposals come from below the edit only. A user carrying a change by hand goes down the file, so a place above
+    the edit that still reads the old text is one they passed and kept: in the replayed histories not one proposal
+    above the edit was right (docs/benchmarks.md, "Next edits"). A rename followed at the cursor (infill/edits.py)
+    goes down the file as well.
     """
 
     def __init__(self) -> None:
@@ -80,8 +85,9 @@ class NextEdits:
             ]
             if not found and carried is not new:
                 self._carried.remove(carried)  # made everywhere, or edited otherwise: nothing left to carry
-            taken += found
-            proposals += [Proposal(s, e, carried.change.new, carried.change.old) for s, e in found]
+            ahead = [(s, e) for s, e in found if s >= edit.start]  # the places above were passed (see the class)
+            taken += ahead
+            proposals += [Proposal(s, e, carried.change.new, carried.change.old) for s, e in ahead]
         return _parse_clean(after, proposals)
 
     def _carry(self, before: SyntaxDocument, edit: Edit) -> Carried | None:

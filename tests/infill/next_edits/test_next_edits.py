@@ -89,3 +89,10 @@ def test_a_word_of_the_language_itself_is_never_carried():
     assert t.edit(4, "\tb.Sorted = defaultSorting\n") == ["\tc.Sorted = enabled", "\td.Sorted = enabled"]
     t = Typist("def f(x: str) -> str:\n    return x\n\n\ndef g(y: str) -> str:\n    return y\n")
     assert t.edit(0, "def f(x: Text) -> str:\n") == []  # a builtin's name, not a name of the program
+
+
+def test_places_above_the_edit_were_passed_and_are_not_proposed():
+    t = Typist(SOURCE + "\n\ndef more(key):\n    mac = hashlib.sha1(key)\n")
+    assert t.edit(9, "    mac = _lazy_sha1(key)\n") == ["    mac = hashlib.sha1(key)"]  # more's, not sign's
+    assert t.proposals[0].start > t.doc.text.index("def more")
+    assert t.edit(4, "    mac = _lazy_sha1(key)\n") == ["    mac = hashlib.sha1(key)"]  # going back up: below again
