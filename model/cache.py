@@ -3,9 +3,9 @@
 Every layer keeps all its positions, sliding layers included, so the cache can be cut back to any length
 (a prompt that shrinks when the user deletes text) and reused; readers ask for the tail they may see.
 
-`KVCache` grows as it is written (the CPU path), into storage of a few sizes (`joined`); `StaticKVCache`
-(model/static_cache.py) has a fixed capacity written in place, for CUDA graphs. Both answer `attend`: the keys,
-values and mask one attention layer uses.
+`KVCache` grows as it is written (the CPU path): in place while its storage has room, else into storage of a few
+sizes (`joined`); `StaticKVCache` (model/static_cache.py) has a fixed capacity written in place, for CUDA graphs.
+Both answer `attend`: the keys, values and mask one attention layer uses.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ def causal_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None) ->
 BUCKET = 64
 
 
-def joined(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """`a` then `b` along positions (dim 2), in fresh storage rounded up to BUCKET positions (a view of its head):
-    a cache grown a keystroke at a time asks the allocator for the sizes it has just freed, not one a little
-    larger each time."""
+def joined(a: torch.Tensor, b: torch.Tensor, room: int = 0) -> torch.Tensor:
+    """`a` then `b` along positions (dim 2), in fresh storage for `room` more positions, rounded up to BUCKET
+    positions (a view of its head): a cache grown a keystroke at a time asks the allocator for the sizes it has just
+    freed, not one a little larger each time."""
     n = a.shape[2] + b.shape[2]
-    out = a.new_empty(*a.shape[:2], -(-n // BUCKET) * BUCKET, a.shape[3])[:, :, :n]
+    out = a.new_empty(*a.shape[:2], -(-(n + room) // BUCKET) * BUCKET, a.shape[3])[:, :, :n]
     out[:, :, : a.shape[2]] = a
     out[:, :, a.shape[2] :] = b
     return out
@@ -49,9 +49,13 @@ def hold_prompt(net, prompt: torch.Tensor, cache: KVCache, length: int) -> None:
 
 
 class KVCache:
-    def __init__(self, num_layers: int):
+    def __init__(self, num_layers: int, room: int = 0):
         self.keys: list[torch.Tensor | None] = [None] * num_layers
         self.values: list[torch.Tensor | None] = [None] * num_layers
+        # Positions left free after the cached ones when the cache grows (a canvas's length): appends and canvas
+        # passes write their keys and values there instead of copying the cache beside them (`_extended`).
+        self.room = room
+        self._grown: list[tuple[torch.Tensor, torch.Tensor, int] | None] = [None] * num_layers
 
     def begin(self, positions: torch.Tensor, causal: bool) -> None:
         """A pass over `positions` starts (the static cache builds its masks here; this one needs nothing)."""
@@ -61,11 +65,16 @@ class KVCache:
         positions it may see, then the new ones. A causal pass appends the new ones. Sliding layers (`window`)
         see the last window-1 cached positions, as transformers' sliding cache keeps."""
         t = k.shape[2]
-        past_k, past_v = self.read(layer, window - 1 if window is not None else None)
+        keep_last = window - 1 if window is not None else None
+        past_k, past_v = self.read(layer, keep_last)
         n_past = past_k.shape[2] if past_k is not None else 0
         if causal:
             self.append(layer, k, v)
-        if n_past:
+            if n_past:  # what it sees is the cache's tail now
+                k, v = self.keys[layer][:, :, -(n_past + t) :], self.values[layer][:, :, -(n_past + t) :]
+        elif n_past and (beside := self._extended(layer, k, v)) is not None:
+            k, v = beside[0][:, :, -(n_past + t) :], beside[1][:, :, -(n_past + t) :]
+        elif n_past:
             k, v = joined(past_k, k), joined(past_v, v)
         mask = None
         if causal and t > 1:  # one new token sees every key kept (sliding layers keep window-1): no mask
@@ -92,9 +101,34 @@ class KVCache:
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
         if self.keys[layer] is None:
             self.keys[layer], self.values[layer] = k, v
-        else:
-            self.keys[layer] = joined(self.keys[layer], k)
-            self.values[layer] = joined(self.values[layer], v)
+            return
+        extended = self._extended(layer, k, v, self.room)  # (leaving a canvas room after them)
+        if extended is None:
+            extended = joined(self.keys[layer], k, self.room), joined(self.values[layer], v, self.room)
+        keys, values = self.keys[layer], self.values[layer] = extended
+        self._grown[layer] = (keys, values, keys.stride(1) // keys.stride(2))
+
+    def _extended(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor, spare: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The cached keys and values then `k`/`v` [B, kv, T, D], written into the free slots after the cached
+        positions, no copy: only in storage this cache grew itself (`append`) and has not cut back or handed on
+        since (no view of those slots was ever given out), where they fit with `spare` slots after them; None
+        elsewhere (the caller joins). An append counts what it wrote there; a canvas pass's keys are not kept."""
+        grown = self._grown[layer]
+        keys, values = self.keys[layer], self.values[layer]
+        if grown is None or grown[0] is not keys or grown[1] is not values or k.shape[0] != keys.shape[0]:
+            return None
+        n, t = keys.shape[2], k.shape[2]
+        if n + t + spare > grown[2]:
+            return None
+        out = []
+        for cached, new in ((keys, k), (values, v)):
+            size = (*cached.shape[:2], n + t, cached.shape[3])
+            whole = cached.as_strided(size, cached.stride(), cached.storage_offset())
+            whole[:, :, n:] = new
+            out.append(whole)
+        return out[0], out[1]
 
     def expanded(self, n: int) -> KVCache:
         """The cached positions repeated in `n` batch rows (views, no copy): a growing cache the rows extend

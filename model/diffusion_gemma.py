@@ -63,7 +63,7 @@ class DiffusionGemma(nn.Module):
     def new_cache(self) -> KVCache | StaticKVCache:
         if self.cache_capacity is not None:
             return StaticKVCache(self.config, self.cache_capacity, self.device, self.dtype)
-        return KVCache(self.config.num_hidden_layers)
+        return KVCache(self.config.num_hidden_layers, room=self.config.canvas_length)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         w = self.embed_tokens.weight
