@@ -9,7 +9,8 @@ the server traces its Python allocations (tracemalloc) from the first request an
 grew most are reported (the tracing slows the server: its latencies are not the daemon's). The server runs with
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
 them glibc's heap (`heap_in_use_kb` grows with a leak, native or of Python's larger blocks, `heap_held_free_kb`
-with fragmentation).
+with fragmentation). Before the run each document is completed once at its longest, so that the warm-up has seen
+the sizes the run takes them to.
 """
 
 from __future__ import annotations
@@ -113,13 +114,26 @@ def _position(text: str, offset: int) -> dict:
 
 class _Doc:
     """A document typed in from its snippet up to MAX_DOC_CHARS, then started over. Each starts at a random point of
-    that cycle, so that the documents' sizes are the same early in the run and late: what grows is the daemon."""
+    that cycle, so that the documents' sizes are the same early in the run and late: what grows is the daemon. (Each
+    is first held at its longest, `_at_longest`: a document reaches its longest only once the run has typed it
+    there, thousands of requests in.)"""
 
     def __init__(self, uri: str, snippet: str, rng: random.Random) -> None:
         self.uri, self.snippet = uri, snippet
         self.typed = rng.randrange(MAX_DOC_CHARS - len(snippet))
         self.text = snippet + (TYPED * (self.typed // len(TYPED) + 1))[: self.typed]
         self.cursor = len(self.text)
+
+
+def _at_longest(client: RawClient, doc: _Doc) -> None:
+    """A completion asked at the end of the document at its longest, then the document back as it was: before the
+    run, the daemon has held every document at the size the run will take it to (what it keeps by document, and
+    the allocator's peak, are then those of the run's documents, not of the first ones that grew so far)."""
+    longest = doc.snippet + (TYPED * (MAX_DOC_CHARS // len(TYPED) + 1))[: MAX_DOC_CHARS - len(doc.snippet)]
+    client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": longest}]})  # fmt: skip
+    params = {"textDocument": {"uri": doc.uri}, "position": _position(longest, len(longest)), "context": {"triggerKind": 2}}  # fmt: skip
+    client.expect(client.start_request("textDocument/inlineCompletion", params), timeout=120)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": doc.text}]})  # fmt: skip
 
 
 def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
@@ -168,6 +182,8 @@ def run(
         docs = [_Doc(f"file:///soak/doc{i}.py", SNIPPETS[i % len(SNIPPETS)], rng) for i in range(4)]
         for d in docs:
             client.notify("textDocument/didOpen", {"textDocument": {"uri": d.uri, "languageId": "python", "version": 1, "text": d.text}})  # fmt: skip
+        for d in docs:
+            _at_longest(client, d)
         window = min(1000, max(1, requests // 3))
         report.window = window
         latencies: list[float] = []
