@@ -113,8 +113,9 @@ class KVCache:
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """The cached keys and values then `k`/`v` [B, kv, T, D], written into the free slots after the cached
         positions, no copy: only in storage this cache grew itself (`append`) and has not cut back or handed on
-        since (no view of those slots was ever given out), where they fit with `spare` slots after them; None
-        elsewhere (the caller joins). An append counts what it wrote there; a canvas pass's keys are not kept."""
+        since, where they fit with `spare` slots after them (no view of those slots outlives the pass it was made
+        for); None elsewhere (the caller joins). An append counts what it wrote there; a canvas pass's keys are not
+        kept."""
         grown = self._grown[layer]
         keys, values = self.keys[layer], self.values[layer]
         if grown is None or grown[0] is not keys or grown[1] is not values or k.shape[0] != keys.shape[0]:
