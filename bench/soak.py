@@ -121,15 +121,19 @@ class _Doc:
     def __init__(self, uri: str, snippet: str, rng: random.Random) -> None:
         self.uri, self.snippet = uri, snippet
         self.typed = rng.randrange(MAX_DOC_CHARS - len(snippet))
-        self.text = snippet + (TYPED * (self.typed // len(TYPED) + 1))[: self.typed]
+        self.text = self.typed_in(self.typed)
         self.cursor = len(self.text)
+
+    def typed_in(self, n: int) -> str:
+        """The snippet with the first `n` characters of the cycle's typing after it."""
+        return self.snippet + (TYPED * (n // len(TYPED) + 1))[:n]
 
 
 def _at_longest(client: RawClient, doc: _Doc) -> None:
     """A completion asked at the end of the document at its longest, then the document back as it was: before the
     run, the daemon has held every document at the size the run will take it to (what it keeps by document, and
     the allocator's peak, are then those of the run's documents, not of the first ones that grew so far)."""
-    longest = doc.snippet + (TYPED * (MAX_DOC_CHARS // len(TYPED) + 1))[: MAX_DOC_CHARS - len(doc.snippet)]
+    longest = doc.typed_in(MAX_DOC_CHARS - len(doc.snippet))
     client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": longest}]})  # fmt: skip
     params = {"textDocument": {"uri": doc.uri}, "position": _position(longest, len(longest)), "context": {"triggerKind": 2}}  # fmt: skip
     client.expect(client.start_request("textDocument/inlineCompletion", params), timeout=120)
