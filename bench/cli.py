@@ -181,7 +181,7 @@ def _bench_heldout(args: argparse.Namespace) -> int:
 def _bench_next_edits(args: argparse.Namespace) -> int:
     from .next_edits import run
 
-    run(args.repo, max_commits=args.max_commits)
+    run(args.repo, max_commits=args.max_commits, model=args.model)
     return 0
 
 
@@ -396,6 +396,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bx = bench.add_parser("next-edits", help="a repository's history replayed: the next edits proposed after each hunk")
     bx.add_argument("--repo", action="append", required=True, help="a git directory (or a work tree); may repeat")
     bx.add_argument("--max-commits", type=int, default=None, help="the newest this many commits of each")
+    bx.add_argument("--model", default=None, help="a checkpoint or server URL that can rewrite: its rewrites join in")
     bx.set_defaults(func=_bench_next_edits)
 
 

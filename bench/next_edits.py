@@ -7,7 +7,8 @@ its lines, applied together, give its new lines; each of those proposals is righ
 made again after a later hunk counts once. Precision: right proposals over all proposals; recall: later hunks (the
 second and after of each change) proposed exactly before they were applied; repeated: the hunks whose core
 replacement an earlier hunk of the same change made already (the ones a tool can know of); wrong proposals per 100
-edits over every change, those of one hunk included.
+edits over every change, those of one hunk included. With `--model` (a checkpoint or a server that can rewrite:
+CompletionEngine.rewrites), the model's rewrite below each hunk joins the proposals, as in the daemon.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from diffill.infill.document import SyntaxDocument
-from diffill.infill.next_edits import Edit, NextEdits, Proposal, apply
+from diffill.infill.next_edits import Edit, NextEdits, Proposal, apply, joined
 from diffill.infill.next_edits.change import core_of, tokens
+from diffill.infill.next_edits.rewrite import RECENT_EDITS
 
 from .history import FileChange, file_changes, lines_of
 from .overlap import report_overlap
@@ -66,9 +68,14 @@ def repeated_hunks(change: FileChange) -> set[int]:
     return out
 
 
-def replay(change: FileChange, score: Score) -> None:
-    """Applies `change`'s hunks in order, asking for next edits after each, and adds what came to `score`."""
+Rewriter = Callable[[SyntaxDocument, list[Edit]], list[Proposal]]  # CompletionEngine.rewrite_below, bound
+
+
+def replay(change: FileChange, score: Score, rewriter: Rewriter | None = None) -> None:
+    """Applies `change`'s hunks in order, asking for next edits after each (and for the `rewriter`'s), and adds
+    what came to `score`."""
     proposer = NextEdits().propose
+    recent: list[Edit] = []
     lines = lines_of(change.before)
     repeated = repeated_hunks(change)
     shift = 0  # lines the applied hunks added before the ones still to come
@@ -84,7 +91,11 @@ def replay(change: FileChange, score: Score) -> None:
         start = sum(map(len, lines[:at]))
         was, doc = doc, SyntaxDocument(text, change.language)
         t0 = time.perf_counter()
-        got = proposer(was, doc, Edit(start, before, "".join(hunk.new_lines)))
+        edit = Edit(start, before, "".join(hunk.new_lines))
+        got = proposer(was, doc, edit)
+        recent = [*recent, edit][-RECENT_EDITS:]
+        if rewriter is not None:
+            got = joined(got, rewriter(doc, recent))
         score.ms.append((time.perf_counter() - t0) * 1e3)
         score.edits += 1
         if i > 0:
@@ -179,14 +190,18 @@ def _exactly_proposed(lines: list[str], change: FileChange, i: int, shift: int, 
     return made
 
 
-def run(repos: list[str], max_commits: int | None = None, out: Callable[[str], None] = print) -> dict[str, float | int]:
-    """Replays each repository's history; prints a line per repository and, last, the totals as one JSON object."""
+def run(
+    repos: list[str], max_commits: int | None = None, out: Callable[[str], None] = print, model: str | None = None
+) -> dict[str, float | int]:
+    """Replays each repository's history; prints a line per repository and, last, the totals as one JSON object.
+    `model`: a checkpoint or server URL whose rewrites join the proposals (the daemon's settings)."""
+    rewriter = _rewriter(model) if model is not None else None
     total = Score()
     replayed: dict[tuple[str, str], str] = {}  # each file's newest text replayed (the log is newest first)
     for repo in repos:
         score = Score()
         for change in file_changes(repo, max_commits):
-            replay(change, score)
+            replay(change, score, rewriter)
             replayed.setdefault((repo, change.path), change.before)
         s = score.summary()
         out(f"{repo}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
@@ -200,3 +215,18 @@ def run(repos: list[str], max_commits: int | None = None, out: Callable[[str], N
     summary["training_overlap"] = overlap
     out(json.dumps(summary))
     return summary
+
+
+def _rewriter(model: str) -> Rewriter:
+    """The rewrites of `model` as the daemon asks for them (its default settings, no latency budget)."""
+    from diffill.infill.engine import CompletionEngine
+    from diffill.lsp.settings import Settings, engine_options
+    from diffill.model import runtime
+
+    loaded = runtime.load(model, "auto")
+    engine = CompletionEngine(
+        loaded.model, loaded.tokenizer, engine_options(Settings(), loaded, latency_budget_ms=None)
+    )
+    if not engine.rewrites:
+        raise SystemExit(f"{model}: this model cannot rewrite (a FIM model); its next edits are the rules' alone")
+    return lambda doc, recent: engine.rewrite_below(doc, recent, key="replay")

@@ -11,13 +11,15 @@ chose (infill.plans), and the post-processing filters (infill.postprocess).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from diffill.model.api import DiffusionModel
 from diffill.model.chat_tokenizer import ChatTokenizer
 from diffill.model.corpus_memory import CorpusMemory
+from diffill.model.fim import build_canvas, prefix_within
 from diffill.model.ngram import NgramMixer
+from diffill.model.prompt_format import ChatFormat
 from diffill.model.session import Speculation, prompter_for
 from diffill.model.tokenizer import CodeTokenizer
 
@@ -34,9 +36,10 @@ from .deadline import Deadline, PassClock
 from .document import SyntaxDocument, count_errors
 from .edits import RenameTracker
 from .filters.base import Candidate
+from .next_edits import Edit, Proposal, parse_clean, rewrite
 from .options import EngineOptions
 from .postprocess import postprocess
-from .request import Request, build_request, prompt_ids
+from .request import CHARS_PER_TOKEN, Request, build_request, prompt_ids
 from .signatures import SignatureChange, SignatureTracker
 from .sources import draft, line_search
 from .sources.names import KnownNames, known_names
@@ -272,6 +275,52 @@ class CompletionEngine:
         if doc.language and count_errors(doc.language, edited) > count_errors(doc.language, text):
             return None
         return Completion(start=region.start, end=region.end, text=replacement, kind="edit")
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether the model can rewrite code it is shown (a chat checkpoint, here or on a server): it then writes
+        next edits too (rewrite_below)."""
+        return isinstance(self.vocabulary.format, ChatFormat)
+
+    def rewrite_below(
+        self,
+        doc: SyntaxDocument,
+        recent: Sequence[Edit],
+        cancel: Callable[[], bool] | None = None,
+        key: str | None = None,
+    ) -> list[Proposal]:
+        """The next edits the model writes in the lines below the last of the user's `recent` edits (finished, in
+        the order made; infill.next_edits.rewrite): those it is sure of that add no parse error; none from a model
+        that cannot rewrite. Raises Cancelled when `cancel()` says so."""
+        fmt = self.vocabulary.format
+        if not isinstance(fmt, ChatFormat) or not recent:
+            return []
+        o, text, encode, decode = self.options, doc.text, self.tokenizer.encode, self.tokenizer.decode
+        canvas = self.model.config.canvas_length
+        last = recent[-1]
+        below = rewrite.region_below(text, last.start + len(last.after))
+        fitted = rewrite.fit_region(below, text, encode, canvas) if below is not None else None
+        if fitted is None:
+            return []
+        (start, end), region_ids = fitted
+        budget = o.prompt.max_prompt_tokens
+        changes: list[tuple[str, str]] = []
+        for e in reversed(recent[-rewrite.RECENT_EDITS :]):  # the newest first, while they fit the prompt's budget
+            cost = len(encode(e.before + e.after))
+            if cost > budget:
+                break
+            budget -= cost
+            changes.insert(0, (e.before, e.after))
+        above = decode(prefix_within(encode(text[max(0, start - budget * CHARS_PER_TOKEN) : start]), budget))
+        prompt = fmt.rewrite_prompt(changes, above, text[start:end], doc.language)
+        with self.prompter.session(edit_key(key), prompt, cancel=cancel) as model:
+            written = model.rewrite(build_canvas(region_ids, canvas, fmt.end_id), o.drafts.steps, tuning.SEED)
+        if written is None:
+            return []
+        ids, probs = written
+        confidence = rewrite.char_confidence(ids, probs, decode)
+        found = rewrite.proposals(text, (start, end), decode(ids), confidence, o.rank.rewrite_min_confidence)
+        return parse_clean(doc, found)
 
     def follow_signature(self, doc: SyntaxDocument, offset: int, change: SignatureChange) -> Completion | None:
         """An inline edit that passes an added parameter on (or drops a removed one) at the calls below the

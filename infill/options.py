@@ -97,6 +97,10 @@ class RankOptions:
     # The cut for denoised answers (multi-line spans; any span of a model without encoder drafts) when it differs
     # (None: min_confidence): the model's card.
     span_min_confidence: float | None = None
+    # A change a model rewrote below the user's edit is offered as a next edit only where every token it wrote there
+    # is at least this probable (infill.next_edits.rewrite; the card may say otherwise). No chat checkpoint runs on
+    # the machines that tuned the rest: near-sure, as a wrong edit offered costs the user more than one missed.
+    rewrite_min_confidence: float = 0.9
 
     @property
     def span_confidence(self) -> float:
@@ -139,6 +143,8 @@ class EngineOptions:
                 "decoder_drafts": card.speculative,
                 "context_tokens": tuning.CONTEXT_TOKENS if card.trained_with_context else 0,
             }
+            if card.rewrite_min_confidence is not None:
+                chosen["rewrite_min_confidence"] = card.rewrite_min_confidence
         by_stage: dict[str, dict[str, Any]] = {stage: {} for stage in STAGES}
         for knob, value in (chosen | knobs).items():
             if knob not in KNOB_STAGE:

@@ -1,16 +1,20 @@
 """Next edits as every editor already shows them: a hint diagnostic (source `diffill`) at each place a change the
 user made applies again, its message the proposed text, and code actions on it: apply here, apply at all places
 (one WorkspaceEdit: one undo step). The edits are found by infill.next_edits once the user's edit is finished
-(the next change elsewhere, or a pause: the session's timer); proposals move with the document's changes and go
-where a change touches them (the user's keystrokes contradict them)."""
+(the next change elsewhere, or a pause: the session's timer), and a model that rewrites adds those it writes below
+the edit (`add`); proposals move with the document's changes and go where a change touches them (the user's
+keystrokes contradict them)."""
 
 from __future__ import annotations
+
+from collections import deque
 
 from lsprotocol import types
 
 from diffill.infill.document import SyntaxDocument
-from diffill.infill.next_edits import NextEdits, Proposal
+from diffill.infill.next_edits import Edit, NextEdits, Proposal, joined
 from diffill.infill.next_edits.progress import EditInProgress
+from diffill.infill.next_edits.rewrite import RECENT_EDITS
 
 SOURCE = "diffill"
 CODE = "next-edit"
@@ -23,6 +27,7 @@ class DocumentHints:
         self.tracker = NextEdits()
         self.editing = EditInProgress()
         self.proposals: list[Proposal] = []
+        self.recent: deque[Edit] = deque(maxlen=RECENT_EDITS)  # the edits finished last, the newest last
         self.dirty = False  # the proposals changed since they were last shown
 
     def before_change(self, doc: SyntaxDocument, start: int, end: int, new_text: str) -> None:
@@ -48,18 +53,27 @@ class DocumentHints:
         self.dirty |= bool(self.proposals)
         self.proposals = []
 
-    def finish(self, doc: SyntaxDocument) -> None:
+    def finish(self, doc: SyntaxDocument) -> Edit | None:
         """The edit in progress is finished: what it implies becomes the proposals (a large document, parsed in a
-        window, gets none)."""
+        window, gets none). The edit, or None when none was in progress or it changed nothing."""
         if doc.window is not None:
             self.editing = EditInProgress()
-            return
+            return None
         done = self.editing.finish(doc.text)
         if done is None:
-            return
+            return None
         base, edit = done
         self.proposals = sorted(self.tracker.propose(SyntaxDocument(base, doc.language), doc, edit), key=_start)
+        self.recent.append(edit)
         self.dirty = True
+        return edit
+
+    def add(self, proposals: list[Proposal]) -> None:
+        """More proposals for the document as it reads (a model's rewrite below the edit): those that overlap none
+        shown join them."""
+        shown = joined(self.proposals, proposals)
+        self.dirty |= len(shown) != len(self.proposals)
+        self.proposals = shown
 
     def at(self, offset: int) -> Proposal | None:
         """The proposal whose place holds `offset` (its ends included), if any."""

@@ -86,6 +86,11 @@ class Scheduler:
         if idle:
             self._tell(False)
 
+    def busy(self, uri: str) -> bool:
+        """Whether a generation for `uri` is in flight."""
+        with self._lock:
+            return uri in self._tokens
+
     def in_flight(self) -> int:
         with self._lock:
             return len(self._tokens)

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +29,8 @@ from diffill.infill.context.recent_edits import RecentEdits
 from diffill.infill.context.workspace import WorkspaceIndex
 from diffill.infill.cost import Cost
 from diffill.infill.declined import after_declined
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.next_edits import Proposal
 from diffill.infill.next_edits.progress import PAUSE_S
 from diffill.model.cancel import Cancelled
 
@@ -244,10 +246,45 @@ class Session:
 
         def paused() -> None:
             if self.docs.get(uri) is state and state.version == version:
-                best_effort(state.hints.finish, state.doc)
+                finished = best_effort(state.hints.finish, state.doc)
                 self.show_hints(uri, state, encoding)
+                if finished is not None:
+                    self._rewrite_below(uri, state, encoding)
 
         loop.call_later(PAUSE_S, paused)
+
+    def _rewrite_below(self, uri: str, state: DocState, encoding: str) -> None:
+        """Asks a model that rewrites (CompletionEngine.rewrites) for the next edits below the edit the user just
+        finished, on the model thread behind any completion; they join the hints if the document is as it was
+        (an edit or a completion of the document cancels them)."""
+        engine, failover = self.engine, self.failover
+        if engine is None or not engine.rewrites or state.doc.window is not None or self.scheduler.busy(uri):
+            return
+        token = self.scheduler.start(uri)
+        version, text, language, recent = state.version, state.doc.text, state.doc.language, list(state.hints.recent)
+
+        def ask(engine: CompletionEngine) -> list[Proposal]:
+            return engine.rewrite_below(SyntaxDocument(text, language), recent, cancel=token, key=uri)
+
+        def work() -> list[Proposal]:
+            if token():
+                raise Cancelled()
+            return failover.answer(ask) if failover is not None else ask(engine)
+
+        def done(future: Future[list[Proposal]]) -> None:
+            self.scheduler.finish(uri, token)
+            if future.cancelled() or isinstance(future.exception(), Cancelled):
+                return
+            if future.exception() is not None:
+                log.error("rewriting below the edit in %s failed", uri, exc_info=future.exception())
+                return
+            if self.docs.get(uri) is state and state.version == version:
+                state.hints.add(future.result())
+                self.show_hints(uri, state, encoding)
+
+        loop = asyncio.get_running_loop()
+        future = self.scheduler.executor.submit(work)
+        future.add_done_callback(lambda f: loop.call_soon_threadsafe(done, f))
 
     def _record_edits(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent], state: DocState) -> None:
         for change in changes[-1:]:

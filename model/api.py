@@ -21,7 +21,7 @@ from .loader import load_model, resolve_checkpoint
 from .ngram import NgramMixer
 from .quant import QuantSpec, lay_out_for_kernels
 from .quant_io import QuantizeOnLoad, quantization_entry
-from .sampler import GenerationOutput, SamplerConfig, before_unsure, generate, trim_after_eos
+from .sampler import GenerationOutput, SamplerConfig, before_unsure, ended, generate, trim_after_eos
 from .speculative import Allowed, Extensions
 
 
@@ -148,6 +148,32 @@ class DiffusionModel:
             mix=mix,
         )
         return self._answer(out, min_confidence)
+
+    @torch.inference_mode()
+    def rewrite(
+        self,
+        prompt_ids: list[int],
+        cache: KVCache,
+        *,
+        init: list[int],
+        steps: int,
+        seed: int,
+        cancel: Callable[[], bool] | None = None,
+    ) -> tuple[list[int], list[float]] | None:
+        """One canvas of len(`init`) tokens denoised from `init` (the text to rewrite, as it reads) and each token's
+        probability, up to its EOS; None when the canvas holds no EOS (the rewrite did not fit)."""
+        out = generate(
+            self.net,
+            prompt_ids,
+            self._config(steps),
+            max_new_tokens=len(init),
+            seed=seed,
+            canvas_length=len(init),
+            cache=cache,
+            cancel=cancel,
+            init=init,
+        )
+        return ended(out.tokens, out.confidence, self.sampler.eos_token_ids)
 
     @torch.inference_mode()
     def generate_full(

@@ -23,6 +23,7 @@ class ModelCard:
     min_confidence: float = 0.0  # cut answers at the first token under this probability (diffill_min_confidence)
     draft_candidates: int = 1  # beam width of rest-of-line drafts (diffill_draft_candidates)
     span_min_confidence: float | None = None  # min_confidence of denoised answers, if other
+    rewrite_min_confidence: float | None = None  # a rewrite's cut for next edits, if other than the engine's
     speculative: bool = False  # its decoder drafts what its encoder accepts (diffill_speculative)
     trained_with_context: bool = False  # its prompts may carry cross-file context blocks (training.json)
 
@@ -52,6 +53,8 @@ def _diffill_keys(raw: dict[str, Any]) -> dict[str, Any]:
             "draft_candidates": max(1, min(16, int(raw.get("diffill_draft_candidates", 1)))),
             "speculative": raw.get("diffill_speculative", False) is True,
         }
+        if "diffill_rewrite_min_confidence" in raw:
+            keys["rewrite_min_confidence"] = float(raw["diffill_rewrite_min_confidence"])
         if "diffill_span_min_confidence" in raw:
             keys["span_min_confidence"] = float(raw["diffill_span_min_confidence"])
         return keys

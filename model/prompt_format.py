@@ -6,7 +6,8 @@
   a short instruction, the context blocks, the code after the cursor, then the code before it up to a cursor
   marker; the generation prompt skips thinking; the canvas holds the answer, `<turn|>`, pads. The suffix comes
   before the prefix, so typing changes the prompt only from the cursor on and the encoder cache of the previous
-  keystroke is reused up to there.
+  keystroke is reused up to there. A chat model can also rewrite: `ChatFormat.rewrite_prompt` asks for the code
+  below the user's latest edits rewritten to follow them (infill.next_edits.rewrite).
 
 Both take the prompt's parts as ids, cut to the budget the same way (the suffix's head, the prefix's tail dropped
 in whole blocks), so `infill.request` builds one request for either.
@@ -26,6 +27,11 @@ CURSOR = "<|cursor|>"
 INSTRUCTION = (
     f"Write the code that goes at {CURSOR} in the code below. Answer with that code alone: no explanation, no "
     "Markdown fence, nothing that is already written before or after the cursor."
+)
+REWRITE_INSTRUCTION = (
+    "I just made the changes below to this file. Rewrite the code that follows them so that it goes along with "
+    "them: make the same change wherever it applies there, and keep every other line exactly as it is. Answer with "
+    "the rewritten code alone: no explanation, no Markdown fence."
 )
 
 
@@ -103,6 +109,27 @@ class ChatFormat:
         decode = self.tokenizer.decode
         message = user_message(decode(prefix), decode(suffix), [decode(b) for b in blocks], language)
         return self.tokenizer.chat_prompt(message)
+
+    def rewrite_prompt(
+        self, changes: Sequence[tuple[str, str]], above: str, region: str, language: str | None = None
+    ) -> list[int]:
+        """The prompt asking for `region` rewritten to follow `changes` (the user's latest edits, each its lines
+        before and after, oldest first), with the code `above` it: the answer is the region rewritten, then
+        `<turn|>`."""
+        return self.tokenizer.chat_prompt(rewrite_message(changes, above, region, language))
+
+
+def rewrite_message(changes: Sequence[tuple[str, str]], above: str, region: str, language: str | None) -> str:
+    """The user turn of a rewrite: the instruction, each change's lines before and after, the code above the
+    region, and the region itself last (the answer rewrites it)."""
+    fence = "```" + (language or "")
+    parts = [REWRITE_INSTRUCTION]
+    for before, after in changes:
+        parts.append(f"Before my change:\n{fence}\n{before.rstrip()}\n```\nAfter it:\n{fence}\n{after.rstrip()}\n```")
+    if above.strip():
+        parts.append(f"The file up to the code to rewrite:\n{fence}\n{above.rstrip()}\n```")
+    parts.append(f"The code to rewrite:\n{fence}\n{region.rstrip()}\n```")
+    return "\n\n".join(parts)
 
 
 def user_message(prefix: str, suffix: str, context: Sequence[str], language: str | None) -> str:

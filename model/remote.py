@@ -22,9 +22,9 @@ from typing import TypeVar
 from .card import ModelCard
 from .config import DiffusionGemmaConfig
 from .loader import CheckpointError, resolve_checkpoint
-from .sampler import before_unsure, trim_after_eos
+from .sampler import before_unsure, ended, trim_after_eos
 from .session import Budget, DraftCounts, Healing, Tokenizer
-from .vllm_server import CanvasRequest, Connection, Late, ServedModel, ServerError, VllmServer
+from .vllm_server import CanvasAnswer, CanvasRequest, Connection, Late, ServedModel, ServerError, VllmServer
 
 SERVED_FILES = ["*.json", "tokenizer*", "*.model", "*.jinja"]  # a served model's files diffill reads (no weights)
 NETWORK_MS = 100.0  # what the network may add to the latency budget before an answer is dropped (a LAN, a region)
@@ -172,18 +172,10 @@ class RemoteSession:
         """One read-only canvas of `canvas` tokens from the server (a server writes one canvas a request:
         `canvases` is not asked), its pins kept, cut before its first token under `min_confidence`, up to the
         end id; None when it came later than the time left plus NETWORK_MS (dropped, not shown)."""
-        left = self.budget.left_ms() if self.budget is not None else math.inf
-        deadline = None if math.isinf(left) else time.perf_counter() + (max(0.0, left) + NETWORK_MS) / 1e3
-        request = CanvasRequest(self.prompt, canvas, steps or MAX_STEPS, init, pins)
-        m = self.model
-        m.requests += 1
-        t0 = time.perf_counter()
-        try:
-            answer = m.server.canvas(m.served, request, m.token_ids, seed=seed, cancel=self.cancel, deadline=deadline)
-        except Late:
+        answer = self._canvas(CanvasRequest(self.prompt, canvas, steps or MAX_STEPS, init, pins), seed)
+        if answer is None:
             return None
-        finally:  # a late or cancelled request's time is the server's too
-            m.server_ms += (time.perf_counter() - t0) * 1e3
+        m = self.model
         # the local answer's cuts (DiffusionModel._answer); pinned positions came back sure (log-probability 0)
         confidence = [math.exp(lp) for lp in answer.logprobs]
         tokens = before_unsure(answer.tokens, confidence, min_confidence)
@@ -194,6 +186,28 @@ class RemoteSession:
             tokens, logprobs = [], []  # the server cannot be held to the healed text: an answer that leaves it
         self._written = (tokens, logprobs)
         return tokens
+
+    def rewrite(self, init: list[int], steps: int, seed: int) -> tuple[list[int], list[float]] | None:
+        """The server's rewrite of the canvas `init` (seeded with it) and each token's probability, up to the end
+        id; None when it did not end on the canvas or came too late (PromptSession.rewrite)."""
+        answer = self._canvas(CanvasRequest(self.prompt, len(init), steps or MAX_STEPS, init, None), seed)
+        if answer is None:
+            return None
+        return ended(answer.tokens, [math.exp(lp) for lp in answer.logprobs], self.model.eos_ids)
+
+    def _canvas(self, request: CanvasRequest, seed: int) -> CanvasAnswer | None:
+        """The server's answer to one canvas, or None when it came later than the time left plus NETWORK_MS."""
+        left = self.budget.left_ms() if self.budget is not None else math.inf
+        deadline = None if math.isinf(left) else time.perf_counter() + (max(0.0, left) + NETWORK_MS) / 1e3
+        m = self.model
+        m.requests += 1
+        t0 = time.perf_counter()
+        try:
+            return m.server.canvas(m.served, request, m.token_ids, seed=seed, cancel=self.cancel, deadline=deadline)
+        except Late:
+            return None
+        finally:  # a late or cancelled request's time is the server's too
+            m.server_ms += (time.perf_counter() - t0) * 1e3
 
     def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:
         """Every slot alike: a served model scores no given canvas, so a rename renames every use."""

@@ -13,7 +13,7 @@ callback that sees each step's argmax draft.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -318,6 +318,15 @@ def before_unsure(tokens: list[int], confidence: list[float], threshold: float) 
         if p < threshold:
             return tokens[:i]
     return tokens
+
+
+def ended(tokens: list[int], confidence: list[float], eos_ids: Collection[int]) -> tuple[list[int], list[float]] | None:
+    """The tokens before the first EOS with their confidences, or None when there is no EOS (the answer did not
+    end on its canvas)."""
+    for i, t in enumerate(tokens):
+        if t in eos_ids:
+            return tokens[:i], confidence[:i]
+    return None
 
 
 def trim_after_eos(tokens: list[int], eos_ids: list[int], pad_id: int) -> list[int]:

@@ -296,6 +296,18 @@ class PromptSession:
             mix=self.mix,
         )
 
+    def rewrite(self, init: list[int], steps: int, seed: int) -> tuple[list[int], list[float]] | None:
+        """The canvas `init` (a text to rewrite, its end id, pads) rewritten as the model believes after the prompt,
+        and each token's probability, up to the end id (DiffusionModel.rewrite); None when it did not end on the
+        canvas or the time left affords no step."""
+        self._prefilled()
+        fits = self.budget.passes_left() if self.budget is not None else None
+        if fits is not None:
+            if fits < 1:
+                return None
+            steps = min(steps or fits, fits)
+        return self.model.rewrite(self.prompt, self._cache, init=init, steps=steps, seed=seed, cancel=self.cancel)
+
     def slot_scores(self, canvas: list[int], slots: list[tuple[int, int]], seed: int) -> list[float]:
         """How much the model believes each slot of a candidate canvas (DiffusionModel.slot_logprobs)."""
         check(self.cancel)

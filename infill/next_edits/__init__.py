@@ -3,7 +3,8 @@
 `NextEdits.propose(before, after, edit)` takes an edit that is finished (the lines from `edit.start` that read `edit.before`
 in the document `before` read `edit.after` in the document `after`), finds its core replacement (change.py), the
 other places it applies with the same syntactic shape (places.py, shape.py), and keeps the proposals that add no
-parse error.
+parse error. A model that rewrites adds the changes it writes below the edit (rewrite.py, through
+CompletionEngine.rewrite_below).
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from dataclasses import dataclass
 
 from ..document import SyntaxDocument, count_errors
 from .change import Change, core_of
-from .edit import Edit, Proposal, apply
+from .edit import Edit, Proposal, apply, joined
 from .places import places
 from .predeclared import predeclared
 from .scope import bound_locally
 from .shape import shape
 
-__all__ = ["Edit", "NextEdits", "Proposal", "apply"]
+__all__ = ["Edit", "NextEdits", "Proposal", "apply", "joined", "parse_clean"]
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 REMEMBERED = 16  # the changes of a document kept to recognise a repeat
@@ -88,7 +89,7 @@ class NextEdits:
             ahead = [(s, e) for s, e in found if s >= edit.start]  # the places above were passed (see the class)
             taken += ahead
             proposals += [Proposal(s, e, carried.change.new, carried.change.old) for s, e in ahead]
-        return _parse_clean(after, proposals)
+        return parse_clean(after, proposals)
 
     def _carry(self, before: SyntaxDocument, edit: Edit) -> Carried | None:
         """The change `edit` made, when it is one to carry elsewhere (see the class)."""
@@ -131,7 +132,7 @@ def _names_something(change: Change) -> bool:
     return any(len(t) > 1 and t[0].isalpha() for t in re.findall(r"\w+", change.old + " " + change.new))
 
 
-def _parse_clean(doc: SyntaxDocument, proposals: list[Proposal]) -> list[Proposal]:
+def parse_clean(doc: SyntaxDocument, proposals: list[Proposal]) -> list[Proposal]:
     """The proposals that leave the document with no more parse errors than it has (all at once when they can)."""
     if not proposals or doc.language is None:
         return proposals

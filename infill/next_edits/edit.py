@@ -27,3 +27,12 @@ def apply(text: str, proposals: list[Proposal]) -> str:
     for p in sorted(proposals, key=lambda p: p.start, reverse=True):
         text = text[: p.start] + p.text + text[p.end :]
     return text
+
+
+def joined(shown: list[Proposal], more: list[Proposal]) -> list[Proposal]:
+    """`shown` with those of `more` that overlap none of them (nor start where one starts), by their start."""
+    out = list(shown)
+    for p in more:
+        if not any(p.start < q.end and q.start < p.end or p.start == q.start for q in out):
+            out.append(p)
+    return sorted(out, key=lambda p: p.start)

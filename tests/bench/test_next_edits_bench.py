@@ -8,7 +8,8 @@ import subprocess
 from next_edit_sample import SIGNING
 
 from diffill.bench.history import file_changes
-from diffill.bench.next_edits import run
+from diffill.bench.next_edits import Score, replay, run
+from diffill.infill.next_edits import Proposal
 
 V1 = (
     SIGNING.replace("    return hashlib.sha1(secret)\n", "    mac = hashlib.sha1(secret)\n    return mac\n")
@@ -60,3 +61,24 @@ def test_the_replay_scores_proposals_against_the_hunks_to_come(tmp_path):
     assert summary["recall"] == round(2 / 3, 3)
     assert summary["wrong_per_100_edits"] == 20.0
     assert summary["p95_ms"] > 0
+
+
+def test_a_models_rewrites_join_the_proposals_and_are_scored_with_them(tmp_path):
+    """A rewriter (the engine's rewrite_below, bound; here one that writes `_lazy_sha1` at the next `hashlib.sha1`
+    below the last edit) is asked after each hunk with the latest edits: what it adds is scored, what a rule
+    proposed already is not shown twice."""
+    asked: list[int] = []
+
+    def rewriter(doc, recent):
+        asked.append(len(recent))
+        at = doc.text.find("hashlib.sha1", recent[-1].start + len(recent[-1].after))
+        return [] if at < 0 else [Proposal(at, at + len("hashlib.sha1"), "_lazy_sha1", "hashlib.sha1")]
+
+    plain, joined = Score(), Score()
+    for change in file_changes(str(_history(tmp_path))):
+        replay(change, plain)
+        replay(change, joined, rewriter)
+    assert asked == [1, 1, 2, 3, 3]  # V2 -> V3 (one hunk), then V1 -> V2 (four hunks): at most the last three
+    assert (plain.proposals, plain.right, plain.later_proposed) == (3, 2, 2)
+    # the first sha1 hunk is proposed after the import's too (its line reads as the next one's: one proposal shown)
+    assert (joined.proposals, joined.right, joined.later_proposed) == (3, 2, 3)

@@ -1,16 +1,21 @@
 """The engine on a checkpoint laid out like google/diffusiongemma-26B-A4B-it (tests/gemma_style.py): every request
 answered or empty, the known tail pinned, and the prompt cache reused as the user types."""
 
+import dataclasses
+
 import pytest
+from engine_doubles import tiny_engine
 from gemma_style import CODE, TURN_END
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
+from diffill.infill.next_edits import Edit
 from diffill.infill.options import PromptOptions
 from diffill.infill.request import build_request
 from diffill.lsp.settings import Settings, engine_options
-from diffill.model import runtime
+from diffill.model import DiffusionModel, runtime
 from diffill.model.chat_tokenizer import ChatTokenizer
+from diffill.model.fim import build_canvas
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +75,22 @@ def test_a_block_body_pins_the_line_it_leads_to(loaded):
     offset = text.index("fh:\n") + 4 + 8
     request = build_request(SyntaxDocument(text, "python"), offset, [], engine_for(loaded).vocabulary, PromptOptions())
     assert not request.line and request.suffix_head == "\ndef save(path, data):"
+
+
+def test_a_local_rewrite_that_keeps_the_code_proposes_nothing(loaded):
+    """The canvas starts from the code below the edit; a sampler that changes a token only where the decoder's top
+    choice beats it by more than a probability of 1 (never) writes it back as it reads, each token with the
+    decoder's probability, and nothing is proposed."""
+    engine = engine_for(loaded, steps=2)
+    assert engine.rewrites and not tiny_engine().rewrites  # a FIM model writes no rewrites
+    text = "def f():\n    eq(a, 1)\n    eq(b)\n"
+    below = text.index("    eq(b)")
+    region = loaded.tokenizer.encode(text[below:])
+    canvas = loaded.model.config.canvas_length
+    keeps = dataclasses.replace(loaded.model.sampler, draft_margin=1.0)
+    model = DiffusionModel(loaded.model.net, keeps, card=loaded.model.card)
+    written = model.rewrite([2, 3], model.net.new_cache(), init=build_canvas(region, canvas, TURN_END), steps=2, seed=0)
+    assert written is not None and written[0] == region and all(0 < p <= 1 for p in written[1])
+    edit = Edit(text.index("    eq(a"), "    eq(a, 1)\n", "    eq(a, 1)\n")
+    kept = CompletionEngine(model, loaded.tokenizer, engine.options)
+    assert kept.rewrite_below(SyntaxDocument(text, "python"), [edit], key="doc") == []

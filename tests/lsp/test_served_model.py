@@ -89,3 +89,43 @@ async def test_the_embedded_model_answers_while_the_server_fails_and_the_server_
     assert status["answering"] == "server" and status["error"] is None, status
     res = await inline(client, open_doc(client, TEXT), end_position(TEXT))
     assert [item.insert_text for item in res.items] == ["return 1"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_after_a_pause_the_served_models_rewrite_below_the_edit_is_hinted(
+    client: LanguageClient, stub, gemma_checkpoint
+):
+    """An edit, then a pause: the server is asked to rewrite the lines below (the user's change in its prompt), and
+    the change it makes there is a hint whose message is the proposal (a code action applies it, as for the rules'
+    own: test_next_edit_hints.py)."""
+    tok = ChatTokenizer.from_folder(gemma_checkpoint)
+    text = "def test():\n    eq(a, 1)\n    eq(b)\n"
+    rewritten = tok.encode("    equal(b)\n") + [TURN_END]
+
+    def rewrites(body):
+        if "The code to rewrite" not in tok.decode(body["prompt"]):
+            return stub.writes_the_answer(body)
+        width = body["vllm_xargs"]["diffusion_canvas_length"]
+        choice = {"token_ids": (rewritten + [0] * width)[:width], "logprobs": {"token_logprobs": [-0.01] * width}}
+        return 200, {"choices": [choice]}, 0.0
+
+    stub.behave = rewrites
+    uri = open_doc(client, text)
+    at = types.Position(line=1, character=6)  # `eq` -> `equal` on the first call
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(at, at), text="ual")],
+        )
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10.0
+    while not client.diagnostics.get(uri) and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+    hints = client.diagnostics.get(uri)
+    assert [(h.message, h.range.start.line, h.range.start.character, h.source) for h in hints] == [
+        ("`eq` -> `equal`", 2, 4, "diffill")
+    ]
+    asked = [tok.decode(b["prompt"]) for b in stub.bodies if "The code to rewrite" in tok.decode(b["prompt"])]
+    assert asked and "After it:\n```python\n    equal(a, 1)\n```" in asked[-1]
+    stub.behave = stub.writes_the_answer

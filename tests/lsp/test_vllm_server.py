@@ -25,6 +25,11 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from test_server import SERVER, capabilities, end_position, get_status, inline, open_doc, wait_ready
 
+from diffill.infill.document import SyntaxDocument
+from diffill.infill.engine import CompletionEngine
+from diffill.infill.next_edits import Edit
+from diffill.lsp.settings import Settings, engine_options
+from diffill.model import runtime
 from diffill.model.vllm_server import CanvasRequest, Connection, ServedModel, VllmServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,6 +179,29 @@ async def test_the_pinned_tail_comes_back_as_pinned(vllm):
         assert [answer.tokens[at] for at in pins] == list(pins.values()) and len(answer.tokens) == 16
     finally:
         client.close()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_rewrite_below_an_edit_goes_through_vllm(vllm):
+    """The engine's rewrite (a canvas seeded with the code below the edit, read-only, no pins) is a request vLLM
+    takes: it answers a whole canvas with a probability for each position, and what the engine makes of a random
+    model's rewrite is a list of proposals, each replacing code that is there, below the edit."""
+    loaded = runtime.load(vllm.url)
+    try:
+        engine = CompletionEngine(loaded.model, loaded.tokenizer, engine_options(Settings(), loaded))
+        text = "def f():\n    eq(a, 1)\n    eq(b)\n    eq(c)\n"
+        line = text.index("    eq(a")
+        edit = Edit(line, "    e(a, 1)\n", "    eq(a, 1)\n")
+        got = await asyncio.to_thread(engine.rewrite_below, SyntaxDocument(text, "python"), [edit], None, "doc")
+        below = text.index("    eq(b)")
+        assert all(p.start >= below and text[p.start : p.end] == p.old for p in got), got
+        seeded = CanvasRequest([2, 105, 30, 31], 16, 2, seed_canvas=[30, 31, 32, 106] + [0] * 12)
+        answer = await asyncio.to_thread(
+            loaded.model.server.canvas, loaded.model.served, seeded, loaded.model.token_ids
+        )
+        assert len(answer.tokens) == len(answer.logprobs) == 16 and all(lp <= 0.0 for lp in answer.logprobs)
+    finally:
+        loaded.model.close()
 
 
 @pytest.mark.asyncio(loop_scope="module")

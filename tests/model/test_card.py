@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from diffill.infill.options import EngineOptions, RankOptions
 from diffill.model.card import ModelCard
 
 
@@ -28,6 +29,7 @@ def test_the_card_gives_the_sampler_and_diffills_keys(tmp_path):
                 "diffill_span_min_confidence": 0.3,
                 "diffill_speculative": True,
                 "diffill_draft_margin": 0.6,
+                "diffill_rewrite_min_confidence": 0.75,
             },
             {"config": {"context_prob": 0.5}},
         )
@@ -39,6 +41,9 @@ def test_the_card_gives_the_sampler_and_diffills_keys(tmp_path):
     )
     assert (card.draft, card.min_confidence, card.span_min_confidence, card.speculative) == ("ar", 0.4, 0.3, True)
     assert card.draft_candidates == 16 and card.trained_with_context  # a beam wider than 16 is held at 16
+    assert card.rewrite_min_confidence == 0.75
+    assert EngineOptions.from_card(card).rank.rewrite_min_confidence == 0.75
+    assert EngineOptions.from_card(ModelCard()).rank.rewrite_min_confidence == RankOptions().rewrite_min_confidence
 
 
 def test_a_folder_without_a_card_has_the_defaults(tmp_path):

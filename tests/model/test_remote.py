@@ -10,6 +10,7 @@ from vllm_stub import StubServer
 
 from diffill.infill.document import SyntaxDocument
 from diffill.infill.engine import CompletionEngine
+from diffill.infill.next_edits import Edit
 from diffill.lsp.settings import Settings, engine_options
 from diffill.model import runtime
 from diffill.model.chat_tokenizer import ChatTokenizer
@@ -161,3 +162,47 @@ def test_a_line_the_code_around_continues_the_same_way_seeds_the_servers_canvas(
     sent = stub.bodies[-1]["vllm_xargs"]
     seed = loaded.tokenizer.decode(sent["diffusion_seed_canvas"])
     assert seed.startswith("f(a, b)"), seed  # the healed word, then the copy
+
+
+def test_a_rewrite_comes_back_with_each_tokens_probability_up_to_its_end(served):
+    stub, loaded = served
+    ids = loaded.tokenizer.encode("x = 2\n")
+    answering(stub, ids + [TURN_END], [math.log(0.5)] + [-0.01] * len(ids))
+    session = RemoteSession(loaded.model, [2, 3], tokenizer=loaded.tokenizer)
+    init = loaded.tokenizer.encode("x = 1\n") + [TURN_END] + [0] * 9
+    written, probs = session.rewrite(init, 4, 0)
+    assert written == ids and probs[0] == pytest.approx(0.5) and len(probs) == len(ids)
+    assert stub.bodies[-1]["vllm_xargs"]["diffusion_seed_canvas"] == init  # the canvas starts from the code
+    answering(stub, ids * 20)  # no end on the canvas: the rewrite did not fit
+    assert session.rewrite(init, 4, 0) is None
+
+
+CALLS = "def test():\n    eq(a, 1)\n    eq(b)\n    eq(c)\n"  # (the tiny checkpoint's canvas: 32 tokens)
+
+
+def test_the_engine_offers_the_rewrite_below_the_edit_where_the_model_is_sure(served):
+    """The user renamed the first call; the served model rewrites the lines below: each change it is sure of is a
+    proposal, the one it doubts is not, one that adds a parse error is not either, and its prompt holds the change
+    and the code."""
+    stub, loaded = served
+    tok = loaded.tokenizer
+    engine = CompletionEngine(loaded.model, tok, engine_options(Settings(), loaded))
+    assert engine.rewrites
+    edited = CALLS.replace("eq(a", "equal(a")
+    line = edited.index("    eq")
+    edit = Edit(line, CALLS[line : CALLS.index("\n", line) + 1], edited[line : edited.index("\n", line) + 1])
+    below = edited.index("\n", line) + 1
+    written = edited[below:].replace("eq(", "equal(")
+    ids = tok.encode(written)
+    doubted = len(tok.encode(written[: written.index("equal(c")]))  # the first token of the last call
+    answering(stub, ids + [TURN_END], [-0.01] * doubted + [math.log(0.3)] + [-0.01] * len(ids))
+    doc = SyntaxDocument(edited, "python")
+    got = engine.rewrite_below(doc, [edit], key="doc")
+    assert [(p.old, p.text, p.start) for p in got] == [("eq", "equal", edited.index("eq(b"))]
+    region = tok.encode(edited[below:])  # the canvas starts from the code as it reads
+    assert stub.bodies[-1]["vllm_xargs"]["diffusion_seed_canvas"][: len(region) + 1] == region + [TURN_END]
+    prompt = tok.decode(stub.bodies[-1]["prompt"])
+    assert "Before my change:\n```python\n    eq(a, 1)\n```\nAfter it:\n```python\n    equal(a, 1)\n```" in prompt
+    assert prompt.index("After it:") < prompt.index("The code to rewrite:\n```python\n" + edited[below:] + "```")
+    answering(stub, tok.encode(written.replace("equal(b)", "equal(b")) + [TURN_END])  # a parse error: never offered
+    assert [p.text for p in engine.rewrite_below(doc, [edit], key="doc")] == ["equal"]
