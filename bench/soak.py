@@ -10,7 +10,9 @@ grew most are reported (the tracing slows the server: its latencies are not the 
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
 them glibc's heap (`heap_in_use_kb` grows with a leak, native or of Python's larger blocks, `heap_held_free_kb`
 with fragmentation). Before the run each document is completed once at its longest, so that the warm-up has seen
-the sizes the run takes them to.
+the sizes the run takes them to. RSS after warm-up, at each tenth and at the end is read once no generation is in
+flight: what the daemon holds between requests, not the working memory of the one it is running (the peak is read
+whenever).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from .wire import RawClient, proc_figures
+
+SETTLE_SAMPLES = 3  # RSS samples 50 ms apart once idle, the least kept (a cancelled generation ends at its next step)
 
 SNIPPETS = [
     "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
@@ -100,6 +104,19 @@ def _stage_totals(status: dict) -> tuple[int, dict[str, float]]:
     """(answers traced, ms spent by stage) so far, from diffill/status."""
     cost = status.get("cost") or {}
     return cost.get("answers", 0), dict(cost.get("ms") or {})
+
+
+def _settled(client: RawClient) -> dict[str, int]:
+    """The server's figures once no generation is in flight (a cancelled one stops at its next step): what it
+    holds between requests, not a generation's working memory (the least RSS of SETTLE_SAMPLES samples)."""
+    deadline = time.monotonic() + 10
+    while client.status()["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    samples = []
+    for _ in range(SETTLE_SAMPLES):
+        samples.append(proc_figures(client.pid))
+        time.sleep(0.05)
+    return min(samples, key=lambda f: f["rss_kb"])
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -221,13 +238,13 @@ def run(
             else:
                 report.answered += 1
             if i + 1 == window:
-                report.warm = proc_figures(client.pid)
+                report.warm = _settled(client)
                 report.warm_counts = client.result("diffill/debugCounts")
                 warm_types = Counter(client.result("diffill/debugTypes"))
             if i % 100 == 0:
                 report.peak_rss_kb = max(report.peak_rss_kb, proc_figures(client.pid)["rss_kb"])
             if (i + 1) % tenth == 0:
-                report.rss_series_kb.append(proc_figures(client.pid)["rss_kb"])
+                report.rss_series_kb.append(_settled(client)["rss_kb"])
                 report.latency_series_ms.append((_pct(latencies[-tenth:], 0.5), _pct(latencies[-tenth:], 0.95)))
                 now = _stage_totals(client.status())
                 answers = max(1, now[0] - totals[0])
@@ -236,10 +253,7 @@ def run(
                 )
                 totals = now
         report.seconds = time.perf_counter() - started
-        deadline = time.monotonic() + 10
-        while client.status()["in_flight"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        report.end = proc_figures(client.pid)
+        report.end = _settled(client)
         report.end_counts = client.result("diffill/debugCounts")
         grown = Counter(client.result("diffill/debugTypes"))
         grown.subtract(warm_types)
