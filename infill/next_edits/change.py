@@ -32,7 +32,8 @@ def tokens(text: str) -> list[str]:
     return TOKEN.findall(text)
 
 
-def _shared_head(a: list[str], b: list[str]) -> int:
+def shared_head(a: list[str], b: list[str]) -> int:
+    """How many items `a` and `b` share at their start."""
     n = 0
     while n < len(a) and n < len(b) and a[n] == b[n]:
         n += 1
@@ -43,8 +44,8 @@ def core_of(before: str, after: str) -> Change | None:
     """The core replacement turning the lines `before` into the lines `after`, or None where there is none to
     repeat: nothing changed, the core spans lines (a block rewritten), or it is too long to recur."""
     a, b = tokens(before), tokens(after)
-    head = _shared_head(a, b)
-    tail = _shared_head(a[head:][::-1], b[head:][::-1])
+    head = shared_head(a, b)
+    tail = shared_head(a[head:][::-1], b[head:][::-1])
     old, new = "".join(a[head : len(a) - tail]), "".join(b[head : len(b) - tail])
     if old == new or "\n" in old or "\n" in new or len(old) > MAX_CORE_CHARS or len(new) > MAX_CORE_CHARS:
         return None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 
-from .change import tokens
+from .change import shared_head, tokens
 from .edit import Proposal
 
 # Not tuned yet: no model that rewrites and knows code runs on this project's machines (docs/benchmarks.md, "Tuned
@@ -82,7 +83,8 @@ def proposals(
     if old.endswith("\n") and not written.endswith("\n"):
         written += "\n"
     old_lines, new_lines = old.splitlines(keepends=True), written.splitlines(keepends=True)
-    old_at, new_at = _starts(old_lines), _starts(new_lines)
+    old_at = list(accumulate(map(len, old_lines), initial=0))  # each line's start, and the end
+    new_at = list(accumulate(map(len, new_lines), initial=0))
     runs = []  # (old lines i1..i2, new lines j1..j2) changed: a line rewritten as one line is a run of its own
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -101,21 +103,9 @@ def proposals(
     return out
 
 
-def _starts(lines: list[str]) -> list[int]:
-    """Each line's start offset, and the end after the last."""
-    at = [0]
-    for line in lines:
-        at.append(at[-1] + len(line))
-    return at
-
-
 def _shared_ends(a: str, b: str) -> tuple[int, int]:
     """The characters of whole tokens `a` and `b` share at their start and, after that, at their end."""
     ta, tb = tokens(a), tokens(b)
-    h = 0
-    while h < min(len(ta), len(tb)) and ta[h] == tb[h]:
-        h += 1
-    t = 0
-    while t < min(len(ta), len(tb)) - h and ta[-1 - t] == tb[-1 - t]:
-        t += 1
-    return sum(len(x) for x in ta[:h]), sum(len(x) for x in ta[len(ta) - t :])
+    head = shared_head(ta, tb)
+    tail = shared_head(ta[head:][::-1], tb[head:][::-1])
+    return sum(map(len, ta[:head])), sum(map(len, ta[len(ta) - tail :]))
