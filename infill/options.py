@@ -98,8 +98,8 @@ class RankOptions:
     # (None: min_confidence): the model's card.
     span_min_confidence: float | None = None
     # A change a model rewrote below the user's edit is offered as a next edit only where every token it wrote there
-    # is at least this probable (infill.next_edits.rewrite; the card may say otherwise). No chat checkpoint runs on
-    # the machines that tuned the rest: near-sure, as a wrong edit offered costs the user more than one missed.
+    # is at least this probable (infill.next_edits.rewrite; the card may say otherwise). Set, not tuned (no chat
+    # checkpoint has been measured): near-sure, as a wrong edit offered costs the user more than one missed.
     rewrite_min_confidence: float = 0.9
 
     @property

@@ -17,8 +17,8 @@ from itertools import accumulate
 from .change import shared_head, tokens
 from .edit import Proposal
 
-# Not tuned yet: no model that rewrites and knows code runs on this project's machines (docs/benchmarks.md, "Tuned
-# constants"; `diffill bench next-edits --model` measures them where one does).
+# Set, not tuned: no model that rewrites and knows code has been measured (docs/benchmarks.md, "Tuned constants";
+# `diffill bench next-edits --model` measures them).
 REWRITE_LINES = 12  # the lines below an edit a model rewrites (half a screen: where the user looks next)
 RECENT_EDITS = 3  # the user's latest edits shown in the prompt, the finished one last
 GROWTH = 4  # 1/GROWTH of the canvas is left for what a rewrite adds to the region (an argument at each call)
