@@ -10,9 +10,9 @@ grew most are reported (the tracing slows the server: its latencies are not the 
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
 them glibc's heap (`heap_in_use_kb` grows with a leak, native or of Python's larger blocks, `heap_held_free_kb`
 with fragmentation). Before the run each document is completed once at its longest, so that the warm-up has seen
-the sizes the run takes them to. RSS after warm-up, at each tenth and at the end is read once no generation is in
-flight: what the daemon holds between requests, not the working memory of the one it is running (the peak is read
-whenever).
+the sizes the run takes them to. RSS after warm-up, at each tenth and at the end is read once the daemon has been
+idle long enough to hand its freed heap back (lsp/heap.py, IdleTrim): what it holds while the user pauses; at each
+tenth it is read first as the run left it (mid-typing, `busy_rss_series_kb`), and the peak whenever.
 """
 
 from __future__ import annotations
@@ -24,9 +24,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from diffill.lsp.heap import IDLE_TRIM_S
+
 from .wire import RawClient, proc_figures
 
 SETTLE_SAMPLES = 3  # RSS samples 50 ms apart once idle, the least kept (a cancelled generation ends at its next step)
+TRIM_MARGIN_S = 0.3  # waited past IDLE_TRIM_S for the trim itself to run
 
 SNIPPETS = [
     "import os\nimport sys\n\n\ndef main():\n    args = sys.argv[1:]\n    for arg in args:\n        print(",
@@ -51,7 +54,8 @@ class SoakReport:
     warm_counts: dict = field(default_factory=dict)  # the server's own structures (diffill/debugCounts)
     end_counts: dict = field(default_factory=dict)
     peak_rss_kb: int = 0
-    rss_series_kb: list[int] = field(default_factory=list)  # every tenth of the run: a leak grows steadily
+    rss_series_kb: list[int] = field(default_factory=list)  # every tenth of the run, idle: a leak grows steadily
+    busy_rss_series_kb: list[int] = field(default_factory=list)  # every tenth, as the typing left it
     latency_series_ms: list[tuple[float, float]] = field(default_factory=list)  # p50, p95 of each tenth
     stage_series_ms: list[dict[str, float]] = field(default_factory=list)  # each tenth's mean ms an answer by stage
     type_growth: list[tuple[str, int]] = field(default_factory=list)  # object types that grew most after warm-up
@@ -75,7 +79,9 @@ class SoakReport:
             f"{self.errors} errors",
             f"RSS {self.warm['rss_kb'] / 1024:.1f} MiB after warm-up -> {self.end['rss_kb'] / 1024:.1f} MiB at the end "
             f"({100 * self.rss_growth:+.1f} %), peak {self.peak_rss_kb / 1024:.1f} MiB; every tenth: "
-            + " ".join(f"{kb / 1024:.0f}" for kb in self.rss_series_kb),
+            + " ".join(f"{kb / 1024:.0f}" for kb in self.rss_series_kb)
+            + "; while typing: "
+            + " ".join(f"{kb / 1024:.0f}" for kb in self.busy_rss_series_kb),
             f"threads {self.warm['threads']} -> {self.end['threads']}, open fds {self.warm['fds']} -> {self.end['fds']}",
             f"latency first {self.window}: p50 {self.first_p50_ms:.1f} ms, p95 {self.first_p95_ms:.1f} ms; "
             f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms; every tenth (p50/p95): "
@@ -107,11 +113,13 @@ def _stage_totals(status: dict) -> tuple[int, dict[str, float]]:
 
 
 def _settled(client: RawClient) -> dict[str, int]:
-    """The server's figures once no generation is in flight (a cancelled one stops at its next step): what it
-    holds between requests, not a generation's working memory (the least RSS of SETTLE_SAMPLES samples)."""
+    """The server's figures once no generation has been in flight for as long as the daemon waits before it hands
+    its freed heap back (a cancelled one stops at its next step): what it holds while the user pauses, not a
+    generation's working memory (the least RSS of SETTLE_SAMPLES samples)."""
     deadline = time.monotonic() + 10
     while client.status()["in_flight"] and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(IDLE_TRIM_S + TRIM_MARGIN_S)
     samples = []
     for _ in range(SETTLE_SAMPLES):
         samples.append(proc_figures(client.pid))
@@ -244,6 +252,7 @@ def run(
             if i % 100 == 0:
                 report.peak_rss_kb = max(report.peak_rss_kb, proc_figures(client.pid)["rss_kb"])
             if (i + 1) % tenth == 0:
+                report.busy_rss_series_kb.append(proc_figures(client.pid)["rss_kb"])
                 report.rss_series_kb.append(_settled(client)["rss_kb"])
                 report.latency_series_ms.append((_pct(latencies[-tenth:], 0.5), _pct(latencies[-tenth:], 0.95)))
                 now = _stage_totals(client.status())

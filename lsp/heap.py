@@ -2,16 +2,23 @@
 
 Every thread that allocates gets an arena of its own (up to eight a core), and each arena keeps the pages freed in
 it: the model, event-loop, warm-up and index threads all allocate tensors and texts of changing sizes, so the
-server's memory grew with the requests it answered (docs/benchmarks.md, "Tuned constants"). No-ops where there is
-no glibc.
+server's memory grew with the requests it answered (docs/benchmarks.md, "Tuned constants"). The pages freed are
+handed back after a big document closes, every so many answers (lsp/session.py) and when the model has been idle a
+while (IdleTrim). No-ops where there is no glibc.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
+import time
+from collections.abc import Callable
 
 MALLOC_ARENAS = 2  # arenas the threads share (mallopt's M_ARENA_MAX)
 M_ARENA_MAX = -8  # the mallopt parameter (malloc.h)
+# Seconds the model stays idle before the freed heap pages are handed back: past a typist's pauses between words, so
+# a burst of typing is not slowed by faulting them in again (docs/benchmarks.md, "Tuned constants").
+IDLE_TRIM_S = 5.0
 
 
 class _MallInfo2(ctypes.Structure):
@@ -55,3 +62,46 @@ def heap_figures() -> dict[str, int]:
     libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     return {"in_use": info.uordblks // 1024, "held_free": info.fordblks // 1024, "mapped": info.hblkhd // 1024}
+
+
+class IdleTrim:
+    """Hands the freed heap pages back once the model has been idle for `idle_s`, once per idle spell: the memory a
+    burst of requests left held by glibc's arenas (it moves by tens of MiB with the sizes the last requests took) is
+    not kept while the user reads or thinks. The trim runs through `submit` (the model thread), so a request that
+    arrives meanwhile waits for it rather than racing it. The watching thread starts with the first idle spell."""
+
+    def __init__(
+        self,
+        quiet_for: Callable[[], float],
+        submit: Callable[[Callable[[], None]], object],
+        idle_s: float = IDLE_TRIM_S,
+        trim: Callable[[], None] = release_freed_memory,
+    ) -> None:
+        self._quiet_for, self._submit, self._idle_s, self._trim = quiet_for, submit, idle_s, trim
+        self._idle = threading.Event()  # set when the model goes idle, cleared by the watcher
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def told(self, busy: bool) -> None:
+        """A Scheduler.on_busy listener: an idle spell starts when the last generation ends."""
+        if busy:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="diffill-idle-trim", daemon=True)
+                self._thread.start()
+        self._idle.set()
+
+    def _watch(self) -> None:
+        while True:
+            self._idle.wait()
+            self._idle.clear()
+            while (quiet := self._quiet_for()) > 0:  # 0: busy again, and its end starts the next spell
+                if quiet >= self._idle_s:
+                    self._idle.clear()  # this spell's end is counted in `quiet`
+                    try:
+                        self._submit(self._trim)
+                    except RuntimeError:  # the model thread has shut down
+                        return
+                    break
+                time.sleep(self._idle_s - quiet)

@@ -37,7 +37,7 @@ from diffill.model.cancel import Cancelled
 from .cache import TypedAheadCache
 from .documents import BIG_DOCUMENT_BYTES, DocState, apply_changes, best_effort, open_state
 from .failover import Failover
-from .heap import release_freed_memory
+from .heap import IdleTrim, release_freed_memory
 from .loading import Client, ModelLoader
 from .scheduler import Scheduler, lower_priority
 from .settings import Settings, SettingsError, engine_options, parse_settings
@@ -75,6 +75,7 @@ class Session:
         self.docs: dict[str, DocState] = {}
         self.cache = TypedAheadCache()
         self.scheduler = Scheduler()
+        self.scheduler.on_busy.append(IdleTrim(self.scheduler.quiet_for, self.scheduler.executor.submit).told)
         self.engine: CompletionEngine | None = None
         self.loaded: LoadedModel | None = None  # its card (draft, answer cut-off, context) shapes the engine
         self.failover: Failover | None = None  # a served model's: the embedded model answers while the server fails

@@ -26,7 +26,7 @@ def test_short_soak():
     # glibc's blocks in use: no leak
     assert end["heap_in_use_kb"] < counts["heap_in_use_kb"] * 1.05 + 4096, (counts, end)
     assert report.exit_code == 0
-    assert len(report.latency_series_ms) == len(report.rss_series_kb) == 10
+    assert len(report.latency_series_ms) == len(report.rss_series_kb) == len(report.busy_rss_series_kb) == 10
     assert all(0 < p50 <= p95 for p50, p95 in report.latency_series_ms)
     assert report.allocation_growth == []  # not traced unless asked
     assert any(line.startswith("object types grown after warm-up: ") for line in lines)

@@ -345,6 +345,42 @@ def test_the_scheduler_says_how_long_the_completions_have_been_quiet():
         s.shutdown()
 
 
+def test_the_freed_heap_is_handed_back_once_per_idle_spell_on_the_model_thread():
+    """IdleTrim: after the last generation ends and the model stays idle for its time, the trim runs once, on the
+    model thread; not while a generation runs, and again only after the next one ends."""
+    import time
+
+    from diffill.lsp.heap import IdleTrim
+
+    s = Scheduler()
+    trims: list[str] = []
+    trimmed = threading.Event()
+
+    def trim() -> None:
+        trims.append(threading.current_thread().name)
+        trimmed.set()
+
+    try:
+        s.on_busy.append(IdleTrim(s.quiet_for, s.executor.submit, idle_s=0.2, trim=trim).told)
+        token = s.start("file:///a.py")
+        time.sleep(0.4)
+        assert trims == []  # busy all along
+        s.finish("file:///a.py", token)
+        assert trimmed.wait(5)
+        assert trims[0].startswith("diffill-model")
+        time.sleep(0.5)
+        assert len(trims) == 1  # once per idle spell
+        trimmed.clear()
+        s.finish("file:///b.py", s.start("file:///b.py"))
+        again = time.monotonic()
+        s.finish("file:///b.py", s.start("file:///b.py"))  # a second end restarts the spell's clock
+        assert trimmed.wait(5) and time.monotonic() - again >= 0.2
+        time.sleep(0.3)
+        assert len(trims) == 2
+    finally:
+        s.shutdown()
+
+
 @pytest.mark.asyncio
 async def test_a_request_while_the_model_loads_gets_the_rest_of_the_line_the_document_repeats():
     """Before the model is there, the code around answers where it is sure (infill.sources.lookup), at once."""
