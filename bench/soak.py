@@ -10,13 +10,17 @@ grew most are reported (the tracing slows the server: its latencies are not the 
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
 them glibc's heap (`heap_in_use_kb` grows with a leak, native or of Python's larger blocks, `heap_held_free_kb`
 with fragmentation). Before the run each document is completed once at its longest, so that the warm-up has seen
-the sizes the run takes them to. RSS after warm-up, at each tenth and at the end is read once the daemon has been
-idle long enough to hand its freed heap back (lsp/heap.py, IdleTrim): what it holds while the user pauses; at each
-tenth it is read first as the run left it (mid-typing, `busy_rss_series_kb`), and the peak whenever.
+the sizes the run takes them to. The last window replays the first (the same documents, edits, cancels and
+requests, from the same random state): its latencies, and the RSS at the end against the RSS after the first window,
+compare the daemon with itself, not one stretch of the workload with another. RSS after warm-up, at each tenth and
+at the end is read once the daemon has been idle long enough to hand its freed heap back (lsp/heap.py, IdleTrim):
+what it holds while the user pauses; at each tenth it is read first as the run left it (mid-typing,
+`busy_rss_series_kb`), and the peak whenever.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -61,6 +65,7 @@ class SoakReport:
     type_growth: list[tuple[str, int]] = field(default_factory=list)  # object types that grew most after warm-up
     allocation_growth: list[dict] = field(default_factory=list)  # with `allocations`: the sites that grew most
     window: int = 0
+    window_digests: list[str] = field(default_factory=list)  # the first and last windows' requests: equal, replayed
     first_p50_ms: float = 0.0
     first_p95_ms: float = 0.0
     last_p50_ms: float = 0.0
@@ -165,6 +170,16 @@ def _at_longest(client: RawClient, doc: _Doc) -> None:
     client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": doc.text}]})  # fmt: skip
 
 
+def _restore(
+    client: RawClient, rng: random.Random, docs: list[_Doc], state: tuple[object, list[tuple[str, int, int]]]
+) -> None:
+    """The documents and the random stream as they were at the run's start (`state`), the server's documents too."""
+    rng.setstate(state[0])
+    for doc, (text, cursor, typed) in zip(docs, state[1], strict=True):
+        doc.text, doc.cursor, doc.typed = text, cursor, typed
+        client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": text}]})  # fmt: skip
+
+
 def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
     """One keystroke-like edit at the cursor (type, backspace, newline), or now and then a jump elsewhere."""
     roll = rng.random()
@@ -222,7 +237,11 @@ def run(
         if allocations:
             client.result("diffill/debugAllocations", {"start": True, "frames": ALLOCATION_FRAMES})
         started = time.perf_counter()
+        first = (rng.getstate(), [(d.text, d.cursor, d.typed) for d in docs])
+        digests = [hashlib.sha256(), hashlib.sha256()]
         for i in range(requests):
+            if i == requests - window and i >= window:  # the last window replays the first (see the module)
+                _restore(client, rng, docs, first)
             doc = rng.choice(docs)
             _edit(rng, client, doc)
             if rng.random() < 0.002:  # close and reopen: the per-document state must go away and come back
@@ -230,6 +249,8 @@ def run(
                 client.notify("textDocument/didOpen", {"textDocument": {"uri": doc.uri, "languageId": "python", "version": 1, "text": doc.text}})  # fmt: skip
             params = {"textDocument": {"uri": doc.uri}, "position": _position(doc.text, doc.cursor), "context": {"triggerKind": 2}}  # fmt: skip
             method = "textDocument/inlineCompletion" if rng.random() < 0.8 else "textDocument/completion"
+            if i < window or i >= requests - window:
+                digests[i >= requests - window].update(json.dumps([doc.text, method, params]).encode())
             t0 = time.perf_counter()
             msg_id = client.start_request(method, params)
             roll = rng.random()
@@ -262,6 +283,7 @@ def run(
                 )
                 totals = now
         report.seconds = time.perf_counter() - started
+        report.window_digests = [d.hexdigest()[:16] for d in digests]
         report.end = _settled(client)
         report.end_counts = client.result("diffill/debugCounts")
         grown = Counter(client.result("diffill/debugTypes"))

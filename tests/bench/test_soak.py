@@ -16,6 +16,8 @@ def test_short_soak():
     print("\n".join(lines))
     assert report.errors == 0 and report.answered + report.cancelled == REQUESTS
     assert report.documents_consistent
+    first, last = report.window_digests
+    assert first == last  # the last window replayed the first: same documents, edits and requests
     assert report.rss_growth < 0.10, lines
     assert report.end["threads"] <= report.warm["threads"] + 2, lines  # pygls' pool may start a thread or two
     assert report.end["fds"] <= report.warm["fds"], lines
