@@ -159,15 +159,20 @@ class _Doc:
         return self.snippet + (TYPED * (n // len(TYPED) + 1))[:n]
 
 
+def _send_whole(client: RawClient, uri: str, text: str) -> None:
+    """The document's whole text, as a full-sync didChange."""
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 0}, "contentChanges": [{"text": text}]})  # fmt: skip
+
+
 def _at_longest(client: RawClient, doc: _Doc) -> None:
     """A completion asked at the end of the document at its longest, then the document back as it was: before the
     run, the daemon has held every document at the size the run will take it to (what it keeps by document, and
     the allocator's peak, are then those of the run's documents, not of the first ones that grew so far)."""
     longest = doc.typed_in(MAX_DOC_CHARS - len(doc.snippet))
-    client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": longest}]})  # fmt: skip
+    _send_whole(client, doc.uri, longest)
     params = {"textDocument": {"uri": doc.uri}, "position": _position(longest, len(longest)), "context": {"triggerKind": 2}}  # fmt: skip
     client.expect(client.start_request("textDocument/inlineCompletion", params), timeout=120)
-    client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": doc.text}]})  # fmt: skip
+    _send_whole(client, doc.uri, doc.text)
 
 
 def _restore(
@@ -177,7 +182,7 @@ def _restore(
     rng.setstate(state[0])
     for doc, (text, cursor, typed) in zip(docs, state[1], strict=True):
         doc.text, doc.cursor, doc.typed = text, cursor, typed
-        client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": text}]})  # fmt: skip
+        _send_whole(client, doc.uri, text)
 
 
 def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
@@ -185,7 +190,7 @@ def _edit(rng: random.Random, client: RawClient, doc: _Doc) -> None:
     roll = rng.random()
     if len(doc.text) > MAX_DOC_CHARS:  # start over (full sync): documents stay bounded, so growth means a leak
         doc.text, doc.cursor = doc.snippet, len(doc.snippet)
-        client.notify("textDocument/didChange", {"textDocument": {"uri": doc.uri, "version": 0}, "contentChanges": [{"text": doc.text}]})  # fmt: skip
+        _send_whole(client, doc.uri, doc.text)
         return
     if roll < 0.05:
         doc.cursor = rng.randint(0, len(doc.text))
