@@ -2,9 +2,10 @@
 
 A daemon that lives as long as the editor must not grow, leak threads or descriptors, or slow down. This drives the
 real server over stdio as an editor would (type, request, sometimes cancel or supersede, sometimes close and reopen a
-file) and reports, from /proc: RSS after warm-up and at the end, threads and open descriptors, and the p50/p95 latency
-of the first and the last window of requests (1000, or a third of the run when shorter), with RSS and latency at
-every tenth of the run (a leak grows in every tenth) and the types of object that grew most. With `allocations`,
+file) and reports, from /proc: RSS after warm-up and at the end (and of it the anonymous pages, the heap's, and the
+file-backed ones, code paged in), threads and open descriptors, and the p50/p95 latency of the first and the last
+window of requests (1000, or a third of the run when shorter), with RSS and latency at every tenth of the run (a
+leak grows in every tenth) and the types of object that grew most. With `allocations`,
 the server traces its Python allocations (tracemalloc) from the first request and the sites whose live memory
 grew most are reported (the tracing slows the server: its latencies are not the daemon's). The server runs with
 DIFFILL_TEST_HOOKS=1 so that the soak can read the documents back and count the server's own structures, among
@@ -87,6 +88,8 @@ class SoakReport:
             + " ".join(f"{kb / 1024:.0f}" for kb in self.rss_series_kb)
             + "; while typing: "
             + " ".join(f"{kb / 1024:.0f}" for kb in self.busy_rss_series_kb),
+            f"of it anonymous {self.warm['rss_anon_kb'] / 1024:.1f} -> {self.end['rss_anon_kb'] / 1024:.1f} MiB, "
+            f"file-backed {self.warm['rss_file_kb'] / 1024:.1f} -> {self.end['rss_file_kb'] / 1024:.1f} MiB",
             f"threads {self.warm['threads']} -> {self.end['threads']}, open fds {self.warm['fds']} -> {self.end['fds']}",
             f"latency first {self.window}: p50 {self.first_p50_ms:.1f} ms, p95 {self.first_p95_ms:.1f} ms; "
             f"last {self.window}: p50 {self.last_p50_ms:.1f} ms, p95 {self.last_p95_ms:.1f} ms; every tenth (p50/p95): "

@@ -216,10 +216,17 @@ class RawClient:
 
 
 def proc_figures(pid: int) -> dict[str, int]:
-    """RSS (kB), threads and open file descriptors of a live process, from /proc."""
+    """RSS (kB) with its anonymous (heap, arenas, tensors) and file-backed (code and weights paged in) parts, threads
+    and open file descriptors of a live process, from /proc."""
     fields = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "Threads"):
+        if key in ("VmRSS", "RssAnon", "RssFile", "Threads"):
             fields[key] = int(value.split()[0])
-    return {"rss_kb": fields["VmRSS"], "threads": fields["Threads"], "fds": len(os.listdir(f"/proc/{pid}/fd"))}
+    return {
+        "rss_kb": fields["VmRSS"],
+        "rss_anon_kb": fields["RssAnon"],
+        "rss_file_kb": fields["RssFile"],
+        "threads": fields["Threads"],
+        "fds": len(os.listdir(f"/proc/{pid}/fd")),
+    }

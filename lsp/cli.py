@@ -17,7 +17,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from . import gc_pause, heap
 
-    heap.limit_arenas()  # before any thread of the daemon's allocates
+    heap.tune_heap()  # before any thread of the daemon's allocates
     gc_pause.pause()  # until the model has loaded (ModelLoader.load)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),

@@ -5,6 +5,14 @@ it: the model, event-loop, warm-up and index threads all allocate tensors and te
 server's memory grew with the requests it answered (docs/benchmarks.md, "Tuned constants"). The pages freed are
 handed back after a big document closes, every so many answers (lsp/session.py) and when the model has been idle a
 while (IdleTrim). No-ops where there is no glibc.
+
+`malloc_trim` hands back the free pages inside every arena but the free top of the main one only: the top of the
+other arenas (where the model thread's tensors live) goes back when a block of 64 KiB or more is freed in them while
+the top is over M_TRIM_THRESHOLD. glibc slides that threshold up with the big blocks freed (to twice the mmap
+threshold, 64 MiB at most), so the model thread's arena kept a top of 5-16 MiB, more as the sizes of the requests
+grew (`diffill bench soak`). Both thresholds are fixed here instead: high while the model works, so a burst of
+requests does not hand pages back and fault them in again, and the idle trim (release_idle_memory) drops the trim
+threshold for a moment and frees a probe block on the model thread, which gives its arena's top back.
 """
 
 from __future__ import annotations
@@ -15,7 +23,12 @@ import time
 from collections.abc import Callable
 
 MALLOC_ARENAS = 2  # arenas the threads share (mallopt's M_ARENA_MAX)
-M_ARENA_MAX = -8  # the mallopt parameter (malloc.h)
+# Blocks from this size up are mmapped apart, smaller ones come from the arenas: glibc's own sliding threshold at its
+# ceiling, so that the model's working tensors are never mmapped and unmapped per request.
+MMAP_THRESHOLD = 32 << 20
+BUSY_TRIM_THRESHOLD = 2 * MMAP_THRESHOLD  # the free top an arena keeps between trims (glibc's own ratio)
+TRIM_PROBE_BYTES = 256 << 10  # freed at a trim: at least glibc's 64 KiB, below which a free never trims the top
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # the mallopt parameters (malloc.h)
 # Seconds the model stays idle before the freed heap pages are handed back: past a typist's pauses between words, so
 # a burst of typing is not slowed by faulting them in again (docs/benchmarks.md, "Tuned constants").
 IDLE_TRIM_S = 5.0
@@ -37,20 +50,39 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def limit_arenas() -> None:
-    """At most MALLOC_ARENAS arenas from now on: call it before the daemon starts its threads."""
+def tune_heap() -> None:
+    """At most MALLOC_ARENAS arenas and fixed thresholds (see the module) from now on: call it before the daemon
+    starts its threads."""
     libc = _libc()
     if libc is not None and hasattr(libc, "mallopt"):
         libc.mallopt(M_ARENA_MAX, MALLOC_ARENAS)
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.mallopt(M_TRIM_THRESHOLD, BUSY_TRIM_THRESHOLD)
 
 
 def release_freed_memory() -> None:
-    """Asks glibc to return freed heap pages to the system. A big document's text, bytes and syntax tree are freed
-    when it closes, but the allocator keeps their pages: without this the server's memory only ever grows by about
-    its size (docs/benchmarks.md, "Tuned constants")."""
+    """Asks glibc to return freed heap pages to the system: those inside every arena and the main arena's free top.
+    A big document's text, bytes and syntax tree are freed when it closes, but the allocator keeps their pages:
+    without this the server's memory only ever grows by about its size (docs/benchmarks.md, "Tuned constants")."""
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+
+
+def release_idle_memory() -> None:
+    """release_freed_memory, and the free top of the calling thread's arena too (so call it on the model thread):
+    what a burst of requests left there is handed back once the user pauses, not kept while typing goes on."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "malloc_trim"):
+        return
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallopt(M_TRIM_THRESHOLD, 0)
+    try:
+        libc.free(libc.malloc(TRIM_PROBE_BYTES))
+        libc.malloc_trim(0)
+    finally:
+        libc.mallopt(M_TRIM_THRESHOLD, BUSY_TRIM_THRESHOLD)
 
 
 def heap_figures() -> dict[str, int]:
@@ -75,7 +107,7 @@ class IdleTrim:
         quiet_for: Callable[[], float],
         submit: Callable[[Callable[[], None]], object],
         idle_s: float = IDLE_TRIM_S,
-        trim: Callable[[], None] = release_freed_memory,
+        trim: Callable[[], None] = release_idle_memory,
     ) -> None:
         self._quiet_for, self._submit, self._idle_s, self._trim = quiet_for, submit, idle_s, trim
         self._idle = threading.Event()  # set when the model goes idle, cleared by the watcher

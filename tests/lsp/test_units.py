@@ -1,5 +1,6 @@
 """Unit tests of the server's small parts: settings validation, typed-ahead cache, cancel tokens, warm-up."""
 
+import sys
 import threading
 
 import pytest
@@ -281,24 +282,75 @@ def test_a_request_superseded_while_it_queues_for_the_model_thread_never_starts(
     session.warm_executor.shutdown()
 
 
-def test_the_heap_keeps_few_arenas_and_hands_freed_pages_back(monkeypatch):
-    """glibc is asked for at most MALLOC_ARENAS arenas (M_ARENA_MAX) and to trim; without a glibc both do nothing."""
+def test_the_heap_keeps_few_arenas_and_fixed_thresholds(monkeypatch):
+    """glibc is asked for at most MALLOC_ARENAS arenas and fixed mmap and trim thresholds; without a glibc the
+    tuning and the trim do nothing."""
     from types import SimpleNamespace
 
     from diffill.lsp import heap
 
     calls = []
-    libc = SimpleNamespace(
-        mallopt=lambda p, v: calls.append(("mallopt", p, v)), malloc_trim=lambda pad: calls.append(("trim", pad))
-    )
+    libc = SimpleNamespace(mallopt=lambda p, v: calls.append((p, v)))
     monkeypatch.setattr(heap, "_libc", lambda: libc)
-    heap.limit_arenas()
-    heap.release_freed_memory()
-    assert calls == [("mallopt", heap.M_ARENA_MAX, heap.MALLOC_ARENAS), ("trim", 0)]
+    heap.tune_heap()
+    assert calls == [
+        (heap.M_ARENA_MAX, heap.MALLOC_ARENAS),
+        (heap.M_MMAP_THRESHOLD, heap.MMAP_THRESHOLD),
+        (heap.M_TRIM_THRESHOLD, heap.BUSY_TRIM_THRESHOLD),
+    ]
     monkeypatch.setattr(heap, "_libc", lambda: None)
-    heap.limit_arenas()
+    heap.tune_heap()
     heap.release_freed_memory()
-    assert len(calls) == 2
+    heap.release_idle_memory()
+    assert len(calls) == 3
+
+
+_FREED_IN_A_THREAD = """
+import ctypes, json, threading
+from pathlib import Path
+from diffill.lsp import heap
+
+def anonymous_kb():
+    return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("RssAnon"))
+
+heap.tune_heap()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+figures = {}
+
+def work():  # a model thread's burst: 40 MiB of blocks written, then freed into its arena's top
+    blocks = [0] * 400
+    for i in range(len(blocks)):
+        blocks[i] = libc.malloc(100 << 10)
+        ctypes.memset(blocks[i], 1, 100 << 10)
+    for block in blocks:
+        libc.free(block)
+    figures["freed"] = anonymous_kb()
+    heap.release_freed_memory()
+    figures["trimmed"] = anonymous_kb()
+    heap.release_idle_memory()
+    figures["released"] = anonymous_kb()
+
+thread = threading.Thread(target=work)
+thread.start()
+thread.join()
+print(json.dumps(figures))
+"""
+
+
+def test_the_heap_hands_back_the_top_of_the_calling_threads_arena_when_idle():
+    """What a thread other than the main one frees lies in its own arena's top, which `malloc_trim`
+    (release_freed_memory, the trim while typing) leaves where the thresholds are fixed: release_idle_memory, called
+    on that thread, hands it back too."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _FREED_IN_A_THREAD], capture_output=True, text=True, timeout=60)
+    figures = json.loads(done.stdout)
+    assert figures["freed"] - figures["trimmed"] < 10 << 10, figures
+    assert figures["trimmed"] - figures["released"] >= 30 << 10, figures
 
 
 def test_the_heap_figures_count_what_glibc_holds(monkeypatch):
