@@ -18,6 +18,7 @@ threshold for a moment and frees a probe block on the model thread, which gives 
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -43,11 +44,18 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """glibc, its allocator's functions typed once; None elsewhere."""
     try:
-        return ctypes.CDLL("libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    if hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _MallInfo2
+    return libc
 
 
 def tune_heap() -> None:
@@ -75,12 +83,10 @@ def release_idle_memory() -> None:
     libc = _libc()
     if libc is None or not hasattr(libc, "malloc_trim"):
         return
-    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
     libc.mallopt(M_TRIM_THRESHOLD, 0)
     try:
         libc.free(libc.malloc(TRIM_PROBE_BYTES))
-        libc.malloc_trim(0)
+        release_freed_memory()
     finally:
         libc.mallopt(M_TRIM_THRESHOLD, BUSY_TRIM_THRESHOLD)
 
@@ -91,7 +97,6 @@ def heap_figures() -> dict[str, int]:
     libc = _libc()
     if libc is None or not hasattr(libc, "mallinfo2"):
         return {}
-    libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     return {"in_use": info.uordblks // 1024, "held_free": info.fordblks // 1024, "mapped": info.hblkhd // 1024}
 
